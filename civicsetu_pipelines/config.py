@@ -1,0 +1,62 @@
+"""The one place that reads the environment.
+
+Every setting has a default that works on a fresh machine. The Dagster resources read the same
+variables through ``dg.EnvVar``; the CLI and tests read them here. No other module touches
+``os.environ`` for configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+ENV_STATE_DIR = "CIVICSETU_STATE_DIR"
+ENV_DATABASE_URL = "CIVICSETU_DATABASE_URL"
+ENV_MIRROR_DIRS = "CIVICSETU_MIRROR_DIRS"
+ENV_ENABLE_SEED_STATES = "CIVICSETU_ENABLE_SEED_STATES"
+ENV_OFFLINE = "CIVICSETU_OFFLINE"
+
+DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide settings, resolved from the environment with defaults."""
+
+    state_dir: Path
+    database_url: str | None
+    mirror_dirs: tuple[Path, ...]
+    enable_seed_states: bool
+    offline: bool
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        state = Path(os.environ.get(ENV_STATE_DIR) or (REPO_ROOT / ".civicsetu")).resolve()
+        mirrors_raw = os.environ.get(ENV_MIRROR_DIRS)
+        if mirrors_raw is None:
+            mirrors: tuple[Path, ...] = (DEFAULT_MIRROR,) if DEFAULT_MIRROR.is_dir() else ()
+        else:
+            mirrors = tuple(Path(p).resolve() for p in mirrors_raw.split(os.pathsep) if p.strip())
+        return cls(
+            state_dir=state,
+            database_url=os.environ.get(ENV_DATABASE_URL) or None,
+            mirror_dirs=mirrors,
+            enable_seed_states=_truthy(os.environ.get(ENV_ENABLE_SEED_STATES)),
+            offline=_truthy(os.environ.get(ENV_OFFLINE)),
+        )
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.state_dir / "dagster_home"
+
+    @property
+    def storage_dir(self) -> Path:
+        """Where the Parquet IO manager and the content-addressed PDF store live."""
+        return self.state_dir / "storage"
