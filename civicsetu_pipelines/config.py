@@ -60,3 +60,8 @@ class Settings:
     def storage_dir(self) -> Path:
         """Where the Parquet IO manager and the content-addressed PDF store live."""
         return self.state_dir / "storage"
+
+
+def env_is_set(name: str) -> bool:
+    """Whether an environment variable is set to a non-empty value."""
+    return bool(os.environ.get(name))

@@ -418,6 +418,7 @@ class Node:
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_NUMBERED_UNITS = {"section", "rule", "regulation", "question", "paragraph"}
 
 
 def _letter_index(token: str) -> int:
@@ -590,6 +591,21 @@ def _same_parent(a: _Piece, b: _Piece) -> bool:
     return a.path[:-1] == b.path[:-1] or b.path[: len(a.path)] == a.path
 
 
+def _row_parts(stream: Stream, unit: Unit, max_chars: int) -> list[_Piece]:
+    """Cut a long unnumbered unit (a form, an annexure) at row boundaries into parts."""
+    if len(stream.text[unit.start : unit.end].strip()) <= max_chars:
+        return [_Piece((), unit.start, unit.end)]
+    cuts = [unit.start]
+    for row in stream.rows:
+        if unit.start < row.start < unit.end and row.start - cuts[-1] > max_chars * 0.8:
+            cuts.append(row.start)
+    bounds = [*cuts, unit.end]
+    return [
+        _Piece(() if n == 0 else (f" (part {n + 1})",), bounds[n], bounds[n + 1])
+        for n in range(len(cuts))
+    ]
+
+
 def _label(unit: Unit, piece: _Piece) -> str:
     suffix = "".join(piece.path)
     label = unit.label + suffix
@@ -623,18 +639,16 @@ def build_chunks(
         if tree is not None:
             pieces = _merge_short(_pieces(tree, (), stream, max_chars), stream, min_chars)
         else:
-            pieces = [_Piece((), unit.start, unit.end)]
+            pieces = _row_parts(stream, unit, max_chars)
         ids: dict[tuple[str, ...], str] = {}
         for piece in pieces:
             text = canonicalize(stream.text[piece.start : piece.end])
             if not text:
                 continue
-            legal_path = (unit.number or unit.label) + "".join(piece.path)
-            cid = chunk_id(
-                document_key,
-                unit.unit,
-                legal_path if unit.number else unit.label + "".join(piece.path),
-            )
+            # Numbered units: "18(2)(a)"; forms and other unnumbered units: their label.
+            head = unit.number if unit.unit in _NUMBERED_UNITS and unit.number else unit.label
+            legal_path = head + "".join(piece.path)
+            cid = chunk_id(document_key, unit.unit, legal_path)
             ids[piece.path] = cid
             parent = None
             for depth in range(len(piece.path) - 1, -1, -1):

@@ -1,0 +1,316 @@
+"""Ingestion assets: gazette PDFs -> parsed pages -> section chunks -> document catalog.
+
+Thin wrappers over the domain core in :mod:`civicsetu_pipelines.ingest`. Each asset is
+partitioned by jurisdiction; a bad document fails its own row (and its check), never the
+partition's other documents.
+"""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pandas as pd
+
+from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
+from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
+from civicsetu_pipelines.ingest import chunk_rows, fetch_rows, page_records, parse_rows
+from civicsetu_pipelines.pdf_pages import PdfError
+from civicsetu_pipelines.quality import CHUNKS, DOCUMENTS, PAGES, TableSchema, validate
+from civicsetu_pipelines.registry import DocumentSpec, load_registry
+
+OWNERS = ["team:civicsetu-data"]
+
+
+def _specs(jurisdiction: str) -> list[DocumentSpec]:
+    return list(load_registry().documents(jurisdiction))
+
+
+def _markdown(frame: pd.DataFrame, columns: list[str], limit: int = 12) -> dg.MetadataValue:
+    if frame.empty:
+        return dg.MetadataValue.md("_no rows_")
+    sample = frame[columns].head(limit).astype(str)
+    sample = sample.apply(lambda col: col.str.slice(0, 80).str.replace("|", "\\|"))
+    header = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
+    body = "\n".join("| " + " | ".join(row) + " |" for row in sample.itertuples(index=False))
+    return dg.MetadataValue.md(header + body)
+
+
+def _check_specs(asset: str, schema: TableSchema) -> list[dg.AssetCheckSpec]:
+    return [
+        dg.AssetCheckSpec(
+            name=rule.name, asset=asset, description=rule.description, blocking=rule.blocking
+        )
+        for rule in schema.rules
+    ]
+
+
+def _check_results(
+    schema: TableSchema, frame: pd.DataFrame, asset: str
+) -> list[dg.AssetCheckResult]:
+    results = validate(schema, frame) if not frame.empty else []
+    by_name = {r.rule.name: r for r in results}
+    out = []
+    for rule in schema.rules:
+        result = by_name.get(rule.name)
+        passed = True if result is None else result.success
+        out.append(
+            dg.AssetCheckResult(
+                asset_key=asset,
+                check_name=rule.name,
+                passed=passed,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={
+                    "unexpected_count": result.unexpected_count if result else 0,
+                    "examples": dg.MetadataValue.json(
+                        [str(x)[:120] for x in (result.examples if result else [])]
+                    ),
+                    "validated_by": "great_expectations",
+                },
+            )
+        )
+    return out
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    io_manager_key="parquet_io",
+    group_name="raw",
+    kinds={"pdf", "parquet"},
+    owners=OWNERS,
+    retry_policy=dg.RetryPolicy(max_retries=2, delay=5, backoff=dg.Backoff.EXPONENTIAL),
+    check_specs=[
+        dg.AssetCheckSpec(
+            "all_documents_fetched",
+            asset="raw_pdfs",
+            description="Every registry document of the jurisdiction was fetched and verified",
+        )
+    ],
+)
+def raw_pdfs(context: dg.AssetExecutionContext, corpus: CorpusResource):
+    """Gazette PDFs of the jurisdiction, verified against their pinned sha256.
+
+    Offline mirror directories first, then the registry's download URLs (timeouts, retries,
+    size cap, conditional GET). Bytes are kept content-addressed under the state directory.
+    """
+    specs = _specs(context.partition_key)
+    rows = fetch_rows(
+        specs, mirror_dirs=corpus.mirrors(), cache_dir=corpus.pdf_cache, offline=corpus.offline
+    )
+    frame = pd.DataFrame(rows)
+    failed = frame[frame["status"] == "failed"]
+    for _, row in failed.iterrows():
+        context.log.error(row["error"])
+    yield dg.Output(
+        frame,
+        metadata={
+            "documents": len(frame),
+            "failed": len(failed),
+            "bytes": int(frame["bytes"].fillna(0).sum()),
+            "documents_table": _markdown(frame, ["document_key", "status", "sha256", "source"]),
+        },
+    )
+    yield dg.AssetCheckResult(
+        check_name="all_documents_fetched",
+        passed=failed.empty,
+        metadata={"failed": dg.MetadataValue.json(failed["error"].tolist())},
+        description=None if failed.empty else "; ".join(failed["error"].tolist()),
+    )
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    io_manager_key="parquet_io",
+    group_name="core",
+    kinds={"pymupdf", "parquet"},
+    owners=OWNERS,
+    check_specs=[
+        *_check_specs("parsed_pages", PAGES),
+        dg.AssetCheckSpec(
+            "all_documents_parsed",
+            asset="parsed_pages",
+            description="Every fetched document parsed without error",
+        ),
+        dg.AssetCheckSpec(
+            "no_pages_need_ocr",
+            asset="parsed_pages",
+            description="No page was left without text (needs_ocr means Tesseract is missing)",
+        ),
+    ],
+)
+def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corpus: CorpusResource):
+    """Body text of each ingested page with positions, after removing running headers,
+    footers, page numbers, other-language and garbled rows (each removal recorded). Pages
+    without a text layer are OCR'd (flag ``ocr`` with mean confidence) or flagged
+    ``needs_ocr``."""
+    registry = load_registry()
+    rows: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for _, doc in raw_pdfs.iterrows():
+        if doc["status"] != "ok":
+            continue
+        spec = registry.get(doc["document_key"])
+        context.log.info(f"parsing {spec.key}")
+        try:
+            rows.extend(parse_rows(spec, Path(doc["path"]), ocr=corpus.ocr))
+        except PdfError as exc:
+            context.log.error(str(exc))
+            errors.append(str(exc))
+            rows.append(
+                {
+                    "document_key": spec.key,
+                    "jurisdiction": doc["jurisdiction"],
+                    "page": 0,
+                    "text": "",
+                    "error": str(exc),
+                }
+            )
+    frame = pd.DataFrame(rows)
+    ok = frame[frame["error"].isna()] if not frame.empty else frame
+    flags = ok["flags"].map(json.loads) if not ok.empty else pd.Series(dtype=object)
+    needs_ocr = int(flags.map(lambda f: "needs_ocr" in f).sum()) if not ok.empty else 0
+    yield dg.Output(
+        frame,
+        metadata={
+            "pages": len(ok),
+            "ocr_pages": int(flags.map(lambda f: "ocr" in f).sum()) if not ok.empty else 0,
+            "needs_ocr_pages": needs_ocr,
+            "garbled_pages": int(flags.map(lambda f: "garbled" in f).sum()) if not ok.empty else 0,
+            "failed_documents": dg.MetadataValue.json(errors),
+            "sample": _markdown(ok, ["document_key", "page", "method", "text"]),
+        },
+    )
+    yield from _check_results(PAGES, ok, "parsed_pages")
+    yield dg.AssetCheckResult(
+        check_name="all_documents_parsed",
+        passed=not errors,
+        metadata={"errors": dg.MetadataValue.json(errors)},
+    )
+    yield dg.AssetCheckResult(
+        check_name="no_pages_need_ocr",
+        passed=needs_ocr == 0,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"needs_ocr_pages": needs_ocr},
+    )
+
+
+@dg.multi_asset(
+    partitions_def=jurisdiction_partitions,
+    group_name="core",
+    outs={
+        "section_chunks": dg.AssetOut(
+            io_manager_key="parquet_io",
+            kinds={"parquet"},
+            owners=OWNERS,
+            description="Section-aware chunks with legal paths, labels, titles and pages",
+        ),
+        "document_structure": dg.AssetOut(
+            io_manager_key="parquet_io",
+            kinds={"parquet"},
+            owners=OWNERS,
+            description="Per-document structure report: units, gaps, coverage",
+        ),
+    },
+    check_specs=[
+        *_check_specs("section_chunks", CHUNKS),
+        *_check_specs("document_structure", DOCUMENTS),
+        dg.AssetCheckSpec(
+            "sections_contiguous",
+            asset="document_structure",
+            description="Section/rule numbers run 1..N without gaps or duplicates",
+        ),
+    ],
+)
+def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame):
+    """Cut each document into legal units (sections, rules, questions, forms) and split long
+    units along their own numbering; ids are UUID5 of (document, unit, legal path)."""
+    registry = load_registry()
+    chunks: list[dict[str, Any]] = []
+    reports: list[dict[str, Any]] = []
+    ok = parsed_pages[parsed_pages["error"].isna()] if not parsed_pages.empty else parsed_pages
+    for key, group in ok.groupby("document_key", sort=True):
+        spec = registry.get(str(key))
+        pages = page_records(group.sort_values("page").to_dict("records"))
+        rows, report = chunk_rows(spec, pages)
+        chunks.extend(rows)
+        reports.append(report)
+        context.log.info(
+            f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
+            f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
+        )
+    chunk_frame = pd.DataFrame(chunks)
+    report_frame = pd.DataFrame(reports)
+    yield dg.Output(
+        chunk_frame,
+        output_name="section_chunks",
+        metadata={
+            "chunks": len(chunk_frame),
+            "documents": len(report_frame),
+            "sample": _markdown(chunk_frame, ["label", "title", "page_start", "text"]),
+        },
+    )
+    yield dg.Output(
+        report_frame,
+        output_name="document_structure",
+        metadata={
+            "documents": _markdown(
+                report_frame, ["document_key", "sections", "chunks", "coverage", "gaps"]
+            )
+        },
+    )
+    yield from _check_results(CHUNKS, chunk_frame, "section_chunks")
+    yield from _check_results(DOCUMENTS, report_frame, "document_structure")
+    problems = {
+        row["document_key"]: {
+            "gaps": json.loads(row["gaps"]),
+            "duplicates": json.loads(row["duplicates"]),
+        }
+        for _, row in report_frame.iterrows()
+        if json.loads(row["gaps"]) or json.loads(row["duplicates"])
+    }
+    yield dg.AssetCheckResult(
+        asset_key="document_structure",
+        check_name="sections_contiguous",
+        passed=not problems,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"problems": dg.MetadataValue.json(problems)},
+    )
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    group_name="out",
+    kinds={"postgres"},
+    owners=OWNERS,
+    io_manager_key="parquet_io",
+)
+def document_catalog(
+    context: dg.AssetExecutionContext,
+    raw_pdfs: pd.DataFrame,
+    parsed_pages: pd.DataFrame,
+    document_structure: pd.DataFrame,
+    postgres: PostgresResource,
+) -> pd.DataFrame:
+    """Per-document ingestion summary in Postgres (``documents``, ``document_units``): what
+    ``civicsetu stats`` and ``civicsetu sections`` read. Replaced per jurisdiction in one
+    transaction."""
+    from civicsetu_pipelines.catalog import build_catalog_rows, replace_jurisdiction
+
+    registry = load_registry()
+    jurisdiction = context.partition_key
+    docs, units = build_catalog_rows(
+        registry.documents(jurisdiction), raw_pdfs, parsed_pages, document_structure
+    )
+    with postgres.connect() as conn:
+        replace_jurisdiction(conn, jurisdiction, docs, units)
+    frame = pd.DataFrame(docs)
+    context.add_output_metadata(
+        {
+            "documents": len(frame),
+            "failed": int((frame["ingest_status"] == "failed").sum()) if not frame.empty else 0,
+            "summary": _markdown(
+                frame, ["key", "ingest_status", "pages", "sections", "chunks", "coverage"]
+            ),
+        }
+    )
+    return frame

@@ -1,0 +1,9 @@
+"""Partitions: one per jurisdiction in the document registry."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from civicsetu_pipelines.registry import load_registry
+
+jurisdiction_partitions = dg.StaticPartitionsDefinition(load_registry().jurisdictions())

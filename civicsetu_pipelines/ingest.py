@@ -1,0 +1,149 @@
+"""Per-document ingestion steps as plain functions returning table rows (no Dagster).
+
+Every step isolates failures per document: a document that cannot be fetched or parsed yields
+a row with its ``error`` and the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from civicsetu_pipelines.fetch import FetchError, fetch_document
+from civicsetu_pipelines.legal_structure import build_chunks
+from civicsetu_pipelines.pdf_pages import PdfError, open_pdf, parse_pdf
+from civicsetu_pipelines.registry import DocumentSpec, PageRangeError
+
+PAGE_JSON_COLUMNS = ("rows", "margin_notes", "removed", "flags")
+
+
+def fetch_rows(
+    specs: Sequence[DocumentSpec],
+    *,
+    mirror_dirs: Sequence[Path],
+    cache_dir: Path,
+    offline: bool,
+) -> list[dict[str, Any]]:
+    """Fetch every document; one row each with ``status`` ok|failed and the ``error``."""
+    rows = []
+    for spec in specs:
+        row: dict[str, Any] = {
+            "document_key": spec.key,
+            "jurisdiction": str(spec.jurisdiction),
+            "path": None,
+            "sha256": None,
+            "bytes": None,
+            "source": None,
+            "status": "ok",
+            "error": None,
+        }
+        try:
+            result = fetch_document(
+                spec, mirror_dirs=mirror_dirs, cache_dir=cache_dir, offline=offline
+            )
+        except FetchError as exc:
+            row.update(status="failed", error=str(exc))
+        else:
+            row.update(
+                path=str(result.path),
+                sha256=result.sha256,
+                bytes=result.bytes,
+                source=result.source,
+            )
+        rows.append(row)
+    return rows
+
+
+def parse_rows(spec: DocumentSpec, path: Path, *, ocr: bool = True) -> list[dict[str, Any]]:
+    """Parse one document's pages to rows; raises :class:`PdfError` naming the document."""
+    doc = open_pdf(spec.key, path)
+    count = doc.page_count
+    doc.close()
+    try:
+        pages = spec.pages_to_ingest(count)
+    except PageRangeError as exc:
+        raise PdfError(spec.key, str(exc)) from exc
+    parsed = parse_pdf(spec.key, path, pages=pages, language=spec.language, ocr=ocr)
+    out = []
+    for page in parsed:
+        record = dataclasses.asdict(page)
+        for column in PAGE_JSON_COLUMNS:
+            record[column] = json.dumps(record[column], ensure_ascii=False)
+        record.update(
+            document_key=spec.key,
+            jurisdiction=str(spec.jurisdiction),
+            pdf_page_count=count,
+            error=None,
+        )
+        out.append(record)
+    return out
+
+
+def page_records(frame_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Decode the JSON columns of stored page rows."""
+    out = []
+    for row in frame_rows:
+        record = dict(row)
+        for column in PAGE_JSON_COLUMNS:
+            value = record.get(column)
+            record[column] = json.loads(value) if isinstance(value, str) else (value or [])
+        out.append(record)
+    return out
+
+
+def chunk_rows(
+    spec: DocumentSpec, pages: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Chunk one document's parsed pages; returns chunk rows and a structure report row."""
+    page_flags = {int(p["page"]): list(p["flags"]) for p in pages}
+    chunks, report = build_chunks(
+        pages,
+        document_key=spec.key,
+        jurisdiction=str(spec.jurisdiction),
+        doc_type=str(spec.doc_type),
+        page_flags=page_flags,
+    )
+    rows = []
+    for chunk in chunks:
+        row = chunk.as_row()
+        row["flags"] = json.dumps(row["flags"])
+        number = re.match(r"\d+", row["number"] or "")
+        row["number_int"] = int(number.group(0)) if number else None
+        rows.append(row)
+    top = [c for c in chunks if c.level == 0]
+    report_row = {
+        "document_key": spec.key,
+        "jurisdiction": str(spec.jurisdiction),
+        "doc_type": str(spec.doc_type),
+        "pages": len(pages),
+        "ocr_pages": sum(1 for p in pages if "ocr" in p["flags"]),
+        "needs_ocr_pages": sum(1 for p in pages if "needs_ocr" in p["flags"]),
+        "units": report.units,
+        "sections": len(report.numbered),
+        "numbers": json.dumps(report.numbered),
+        "gaps": json.dumps(report.gaps),
+        "duplicates": json.dumps(report.duplicates),
+        "untitled": json.dumps(report.untitled),
+        "chunks": len(chunks),
+        "top_level_units": json.dumps(
+            [
+                {
+                    "unit": c.unit,
+                    "number": c.number,
+                    "label": c.label,
+                    "title": c.title,
+                    "page_start": c.page_start,
+                }
+                for c in top
+            ]
+        ),
+        "coverage": round(report.coverage, 6),
+        "body_chars": report.body_chars,
+        "supplementary_chunks": report.supplementary_chunks,
+        "error": None,
+    }
+    return rows, report_row
