@@ -1,0 +1,278 @@
+"""The ``civicsetu`` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from civicsetu_pipelines.config import REPO_ROOT, Settings
+
+app = typer.Typer(
+    help="CivicSetu: RERA gazettes to a cited legal knowledge base.", no_args_is_help=True
+)
+db_app = typer.Typer(help="The embedded Postgres (or the external one in CIVICSETU_DATABASE_URL).")
+app.add_typer(db_app, name="db")
+console = Console(stderr=True)
+out = Console(width=max(Console().width, 120))
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+@db_app.command("start")
+def db_start() -> None:
+    """Start the embedded Postgres (idempotent) and apply migrations."""
+    from civicsetu_pipelines.database import apply_migrations, redact_url, resolve_database_url
+
+    url = resolve_database_url(Settings.from_env())
+    applied = apply_migrations(url)
+    console.print(
+        f"Postgres ready at {redact_url(url)}; migrations applied now: {applied or 'none'}"
+    )
+
+
+@db_app.command("stop")
+def db_stop() -> None:
+    """Stop the embedded Postgres cleanly."""
+    from civicsetu_pipelines.database import EmbeddedPostgres
+
+    settings = Settings.from_env()
+    if settings.database_url:
+        console.print("CIVICSETU_DATABASE_URL is set: the external server is not ours to stop.")
+        return
+    stopped = EmbeddedPostgres.from_settings(settings).stop()
+    console.print("stopped" if stopped else "not running")
+
+
+@db_app.command("status")
+def db_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show whether the embedded Postgres is running."""
+    from civicsetu_pipelines.database import EmbeddedPostgres
+
+    settings = Settings.from_env()
+    if settings.database_url:
+        from civicsetu_pipelines.database import redact_url
+
+        status: dict[str, Any] = {"external": True, "url": redact_url(settings.database_url)}
+    else:
+        status = EmbeddedPostgres.from_settings(settings).status()
+    if as_json:
+        _print_json(status)
+    else:
+        for key, value in status.items():
+            out.print(f"{key}: {value}")
+    raise typer.Exit(0 if status.get("running", True) else 3)
+
+
+@db_app.command("url")
+def db_url() -> None:
+    """Print the database URL (starting the embedded server if needed)."""
+    from civicsetu_pipelines.database import resolve_database_url
+
+    out.print(resolve_database_url(Settings.from_env()), soft_wrap=True)
+
+
+@app.command()
+def materialize(
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Partition(s) to run; default: all"),
+    ] = None,
+) -> None:
+    """Materialize every asset for the given jurisdictions through the Dagster instance."""
+    import dagster as dg
+
+    from civicsetu_pipelines.instance import prepare_dagster_home
+
+    settings = Settings.from_env()
+    home = prepare_dagster_home(settings)
+    from civicsetu_pipelines.definitions import defs
+    from civicsetu_pipelines.registry import load_registry
+
+    known = load_registry().jurisdictions()
+    wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
+    unknown = [j for j in wanted if j not in known]
+    if unknown:
+        console.print(f"[red]Unknown jurisdiction(s) {unknown}; known: {known}[/red]")
+        raise typer.Exit(2)
+    job = defs.resolve_job_def("ingest_job")
+    failures = []
+    with dg.DagsterInstance.get() as instance:
+        for index, name in enumerate(wanted, 1):
+            started = time.monotonic()
+            with console.status(f"[{index}/{len(wanted)}] materializing {name} ..."):
+                result = job.execute_in_process(
+                    partition_key=name,
+                    instance=instance,
+                    raise_on_error=False,
+                    run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+                )
+            took = time.monotonic() - started
+            state = "[green]ok[/green]" if result.success else "[red]FAILED[/red]"
+            console.print(
+                f"[{index}/{len(wanted)}] {name}: {state} in {took:.1f}s (run {result.run_id})"
+            )
+            if not result.success:
+                failures.append(name)
+    _summary(wanted)
+    console.print(
+        f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
+        "http://127.0.0.1:3000\nPer-document figures: `civicsetu stats --json`; units of one "
+        "document: `civicsetu sections --document rera_act_2016`"
+    )
+    if failures:
+        console.print(f"[red]Runs failed for: {failures}[/red]")
+        raise typer.Exit(1)
+
+
+def _stats_rows() -> list[dict[str, Any]]:
+    from civicsetu_pipelines.catalog import read_stats
+    from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+
+    url = resolve_database_url(Settings.from_env())
+    apply_migrations(url)
+    with connect(url) as conn:
+        return read_stats(conn)
+
+
+def _summary(jurisdictions: list[str]) -> None:
+    rows = [r for r in _stats_rows() if r["jurisdiction"] in jurisdictions]
+    table = Table(title="Ingestion summary")
+    for column in ("jurisdiction", "documents", "failed", "pages", "ocr pages", "units", "chunks",
+                   "min coverage"):  # fmt: skip
+        table.add_column(column)
+    for name in jurisdictions:
+        docs = [r for r in rows if r["jurisdiction"] == name]
+        coverages = [r["coverage"] for r in docs if r["coverage"] is not None]
+        table.add_row(
+            name,
+            str(len(docs)),
+            str(sum(r["ingest_status"] == "failed" for r in docs)),
+            str(sum(r["pages_ingested"] or 0 for r in docs)),
+            str(sum(r["ocr_pages"] or 0 for r in docs)),
+            str(sum(r["sections"] or 0 for r in docs)),
+            str(sum(r["chunks"] or 0 for r in docs)),
+            f"{min(coverages):.4f}" if coverages else "-",
+        )
+    out.print(table)
+    for r in rows:
+        if r["ingest_status"] == "failed":
+            out.print(f"[red]{r['key']}: {r['error']}[/red]")
+
+
+@app.command()
+def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Per document: jurisdiction, pages, OCR pages, sections, chunks, coverage."""
+    rows = _stats_rows()
+    data = [
+        {
+            "document": r["key"],
+            "jurisdiction": r["jurisdiction"],
+            "doc_type": r["doc_type"],
+            "status": r["status"],
+            "pages": r["pages"],
+            "pages_ingested": r["pages_ingested"],
+            "ocr_pages": r["ocr_pages"],
+            "needs_ocr_pages": r["needs_ocr_pages"],
+            "sections": r["sections"],
+            "chunks": r["chunks"],
+            "coverage": r["coverage"],
+            "ingest_status": r["ingest_status"],
+            "error": r["error"],
+        }
+        for r in rows
+    ]
+    if as_json:
+        _print_json({"documents": data})
+        return
+    if not data:
+        console.print("Nothing materialized yet: run `civicsetu materialize`.")
+        return
+    table = Table()
+    for column in ("document", "jurisdiction", "pages", "ocr_pages", "sections", "chunks",
+                   "coverage", "ingest_status"):  # fmt: skip
+        table.add_column(column)
+    for d in data:
+        table.add_row(
+            *(
+                str(d[c])
+                for c in (
+                    "document",
+                    "jurisdiction",
+                    "pages",
+                    "ocr_pages",
+                    "sections",
+                    "chunks",
+                    "coverage",
+                    "ingest_status",
+                )
+            )
+        )
+    out.print(table)
+
+
+@app.command()
+def sections(
+    document: Annotated[str, typer.Option("--document", "-d", help="Document key")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List label, title and first page of each top-level unit of a document."""
+    from civicsetu_pipelines.catalog import read_sections
+    from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+
+    url = resolve_database_url(Settings.from_env())
+    apply_migrations(url)
+    with connect(url) as conn:
+        try:
+            units = read_sections(conn, document)
+        except KeyError:
+            console.print(
+                f"[red]No document {document!r} in the catalog. Materialize it first, or check "
+                "the key with `civicsetu stats`.[/red]"
+            )
+            raise typer.Exit(2) from None
+    rows = [
+        {"label": u["label"], "title": u["title"], "page_start": u["page_start"]} for u in units
+    ]
+    if as_json:
+        _print_json({"document": document, "units": rows})
+        return
+    table = Table(title=document)
+    for column in ("label", "title", "page_start"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["label"], r["title"], str(r["page_start"]))
+    out.print(table)
+
+
+@app.command()
+def dev(
+    port: Annotated[int, typer.Option(help="Webserver port")] = 3000,
+    host: Annotated[str, typer.Option(help="Webserver host")] = "127.0.0.1",
+) -> None:
+    """Start the Dagster UI and daemon on the project's instance (Ctrl-C stops both)."""
+    from civicsetu_pipelines.instance import prepare_dagster_home
+
+    prepare_dagster_home(Settings.from_env())
+    dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
+    cmd = [dagster, "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", host, "-p", str(port)]
+    console.print(f"Dagster UI on http://{host}:{port} (Ctrl-C to stop)")
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT)
+    try:
+        raise typer.Exit(proc.wait())
+    except KeyboardInterrupt:
+        proc.terminate()
+        raise typer.Exit(proc.wait()) from None
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: set up, start the embedded Postgres, materialize every asset for every default
+# jurisdiction, print a per-jurisdiction summary and where to look next.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HF_HUB_OFFLINE=1
+.venv/bin/civicsetu db start
+.venv/bin/civicsetu materialize "$@"

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite, with lint (ruff) and types (mypy) first. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export HF_HUB_OFFLINE=1
+echo "[test] ruff"
+.venv/bin/ruff check civicsetu_pipelines civicsetu_pipelines_tests bench
+.venv/bin/ruff format --check civicsetu_pipelines civicsetu_pipelines_tests bench
+echo "[test] mypy"
+.venv/bin/mypy civicsetu_pipelines
+echo "[test] pytest"
+.venv/bin/pytest civicsetu_pipelines_tests "$@"
