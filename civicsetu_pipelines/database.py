@@ -398,6 +398,13 @@ class EmbeddedPostgres:
             return None
         return pwd.getpwuid(self.data_dir.stat().st_uid).pw_name
 
+    def _log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_file.read_text(errors="replace")
+        except OSError as exc:
+            return f"(unreadable: {exc})"
+        return "\n".join(text.splitlines()[-lines:])
+
     def _clear_stale_pid_file(self) -> None:
         """Let a dead postmaster's pid file not block the next start.
 
@@ -428,7 +435,8 @@ class EmbeddedPostgres:
                 server = package.get_server(self.data_dir, cleanup_mode=None)
         except (subprocess.SubprocessError, AssertionError, OSError) as exc:
             raise DatabaseError(
-                f"could not start embedded Postgres in {self.data_dir}: {exc}; see {self.log_file}"
+                f"could not start embedded Postgres in {self.data_dir}: {exc}\n"
+                f"last lines of {self.log_file}:\n{self._log_tail()}"
             ) from exc
         # Detach from the package's per-process bookkeeping: the server must outlive us.
         atexit.unregister(server._cleanup)

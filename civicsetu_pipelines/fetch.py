@@ -197,8 +197,12 @@ def _check_pin(spec: DocumentSpec, staged: _Staged) -> None:
 
 def _install(staged: _Staged, cache_dir: Path) -> Path:
     final = cache_dir / f"{staged.sha256}.pdf"
-    os.chmod(staged.tmp, 0o644)
-    os.replace(staged.tmp, final)
+    try:
+        os.chmod(staged.tmp, 0o644)
+        os.replace(staged.tmp, final)
+    except OSError as exc:
+        _remove_quietly(staged.tmp)
+        raise _SourceFailed(f"cannot store {final}: {exc}") from exc
     return final
 
 
@@ -493,7 +497,10 @@ def fetch_document(
     if max_bytes <= 0:
         raise ValueError(f"max_bytes must be > 0, got {max_bytes}")
     cache = Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise FetchError(spec.key, f"cannot create cache dir {cache}: {exc}") from exc
     failures: list[str] = []
 
     mirrors = [Path(d) for d in mirror_dirs]
