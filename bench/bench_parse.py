@@ -13,8 +13,8 @@ and prints pages/second and the ratios parse/bare and (parse+chunk)/bare.
 from __future__ import annotations
 
 import argparse
-import functools
 import dataclasses
+import functools
 import time
 from pathlib import Path
 
