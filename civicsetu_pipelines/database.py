@@ -63,6 +63,7 @@ MIGRATION_LOCK_KEY = 7_203_316_482_041_118_001
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[A-Za-z0-9_\-]+\.sql$")
 _POSTGRES_SCHEMES = {"postgresql", "postgres"}
 _START_TIMEOUT_S = 60.0
+_START_ATTEMPTS = 3
 _STOP_TIMEOUT_S = 60.0
 _CONNECT_TIMEOUT_S = 10
 
@@ -430,17 +431,30 @@ class EmbeddedPostgres:
         server_cls = package.PostgresServer
         server_cls._instances.pop(self.data_dir, None)  # a stale handle would skip the start
         started = time.monotonic()
-        try:
-            with _xdg_runtime_dir(self.runtime_dir):
-                server = package.get_server(self.data_dir, cleanup_mode=None)
-        except (subprocess.SubprocessError, AssertionError, OSError) as exc:
-            raise DatabaseError(
-                f"could not start embedded Postgres in {self.data_dir}: {exc}\n"
-                f"last lines of {self.log_file}:\n{self._log_tail()}"
-            ) from exc
+        server = None
+        for attempt in range(1, _START_ATTEMPTS + 1):
+            try:
+                with _xdg_runtime_dir(self.runtime_dir):
+                    server = package.get_server(self.data_dir, cleanup_mode=None)
+                break
+            except (subprocess.SubprocessError, AssertionError, OSError) as exc:
+                server_cls._instances.pop(self.data_dir, None)
+                # Typically "pre-existing shared memory block is still in use": orphaned
+                # children of a crashed postmaster have not exited yet. They do within seconds.
+                if attempt < _START_ATTEMPTS and self._running() is None:
+                    log.warning("embedded Postgres start failed (attempt %d), retrying", attempt)
+                    time.sleep(attempt)
+                    continue
+                if self._running(wait=True) is not None:
+                    break  # it came up after all (e.g. pg_ctl timed out under load)
+                raise DatabaseError(
+                    f"could not start embedded Postgres in {self.data_dir}: {exc}\n"
+                    f"last lines of {self.log_file}:\n{self._log_tail()}"
+                ) from exc
         # Detach from the package's per-process bookkeeping: the server must outlive us.
-        atexit.unregister(server._cleanup)
-        server.global_process_id_list.get_and_remove(os.getpid())
+        if server is not None:
+            atexit.unregister(server._cleanup)
+            server.global_process_id_list.get_and_remove(os.getpid())
         server_cls._instances.pop(self.data_dir, None)
         info = self._running(wait=True)
         if info is None:

@@ -216,14 +216,12 @@ def segment_units(stream: Stream, doc_type: str) -> list[Unit]:
         text = row.text.strip()
         chap = _CHAPTER.match(text) if not in_appendix else None
         if chap and len(text) < 120:
-            heading = text
             title = chap.group(2).strip()
             if not title and i + 1 < len(rows) and rows[i + 1].text.isupper():
                 title = rows[i + 1].text.strip()
                 i += 1
             chapter = f"Chapter {chap.group(1).upper()}" + (f" — {title}" if title else "")
             pending_start = row.start if pending_start is None else pending_start
-            del heading
             i += 1
             continue
         if (
@@ -344,7 +342,6 @@ def _match_numbered(
             return label_number, title, row.start + offset_in_row, 1, flags
     # Inline title: "N. Title.— body", possibly continued on following rows.
     consumed = 1
-    title_text = rest
     body_start = row.end
     title, body, terminated = _split_title(rest)
     if terminated:
@@ -372,7 +369,6 @@ def _match_numbered(
         title = ""
         body_start = row.start + offset_in_row
         flags.append("untitled")
-    del title_text
     title = title.rstrip(" .:-—").strip()
     if doc_type == "act" and not title:
         flags.append("untitled")
@@ -465,7 +461,6 @@ def parse_tree(stream: Stream, unit: Unit) -> Node:
     for index, (pos, token) in enumerate(markers):
         kinds = _candidate_kinds(token)
         lookahead = markers[index + 1][1] if index + 1 < len(markers) else None
-        placed = False
         for kind, value in _order_kinds(kinds, token, lookahead, stack):
             parent_level = _level_for(kind, stack)
             if parent_level is None:
@@ -488,9 +483,7 @@ def parse_tree(stream: Stream, unit: Unit) -> Node:
             parent.children.append(node)
             stack.append((node, kind, value))
             expected[parent_level] = (kind, value)
-            placed = True
             break
-        del placed
     _close(root, unit.end)
     return root
 
@@ -692,11 +685,7 @@ def build_chunks(
     body = [k for k, ch in enumerate(stream.text) if not ch.isspace()]
     covered_chars = sum(covered[k] for k in body)
     supplementary = _supplementary(stream, covered, document_key, jurisdiction, doc_type, ordinal)
-    chunks.extend(supplementary)
-    for chunk in supplementary:
-        del chunk  # their characters are counted as covered below
-    if supplementary:
-        covered_chars = len(body)
+    chunks.extend(supplementary)  # coverage below is the units' own; these carry the rest
     numbered = [u.number for u in units if u.number and u.unit != "form"]
     report = StructureReport(
         units=len(units),
