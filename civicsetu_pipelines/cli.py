@@ -262,11 +262,12 @@ def dev(
     """Start the Dagster UI and daemon on the project's instance (Ctrl-C stops both)."""
     from civicsetu_pipelines.instance import prepare_dagster_home
 
-    prepare_dagster_home(Settings.from_env())
+    home = prepare_dagster_home(Settings.from_env())
     dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
     cmd = [dagster, "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", host, "-p", str(port)]
     console.print(f"Dagster UI on http://{host}:{port} (Ctrl-C to stop)")
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT)
+    # Run from DAGSTER_HOME: the repository's dagster.yaml is a template copied there.
+    proc = subprocess.Popen(cmd, cwd=home)
     try:
         raise typer.Exit(proc.wait())
     except KeyboardInterrupt:
