@@ -203,14 +203,11 @@ class _PidFile:
         )
 
     def alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
+        pid = abs(self.pid)  # a standalone backend (initdb, --single) writes its pid negated
+        if not _pid_exists(pid):
             return False
-        except PermissionError:  # exists, owned by another user
-            pass
         try:
-            stat = Path(f"/proc/{self.pid}/stat").read_text()
+            stat = Path(f"/proc/{pid}/stat").read_text()
         except FileNotFoundError:
             return False
         except OSError:
@@ -417,10 +414,12 @@ class EmbeddedPostgres:
         info = _PidFile.read(self.data_dir)
         if info is None or info.alive():
             return
+        pid = abs(info.pid)
         deadline = time.monotonic() + 10.0
-        while _pid_exists(info.pid) and time.monotonic() < deadline:
+        while _pid_exists(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _pid_exists(info.pid):
+        if _pid_exists(pid) or info.pid < 0:
+            # postgres itself only discards a lock file whose pid is gone and positive
             log.warning("removing stale postmaster.pid: pid %s is not a live postmaster", info.pid)
             (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
 
@@ -442,8 +441,14 @@ class EmbeddedPostgres:
                 # Typically "pre-existing shared memory block is still in use": orphaned
                 # children of a crashed postmaster have not exited yet. They do within seconds.
                 if attempt < _START_ATTEMPTS and self._running() is None:
-                    log.warning("embedded Postgres start failed (attempt %d), retrying", attempt)
+                    log.warning(
+                        "embedded Postgres start failed (attempt %d: %s: %s), retrying",
+                        attempt,
+                        type(exc).__name__,
+                        str(exc).splitlines()[0] if str(exc) else "",
+                    )
                     time.sleep(attempt)
+                    self._clear_stale_pid_file()
                     continue
                 if self._running(wait=True) is not None:
                     break  # it came up after all (e.g. pg_ctl timed out under load)
@@ -469,6 +474,8 @@ class EmbeddedPostgres:
 
 
 def _pid_exists(pid: int) -> bool:
+    if pid <= 0:
+        raise ValueError(f"not a process id: {pid}")  # os.kill would address a process group
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

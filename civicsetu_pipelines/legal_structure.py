@@ -250,6 +250,9 @@ def segment_units(stream: Stream, doc_type: str) -> list[Unit]:
             title = appendix.group("rest").strip()
             if not title and i + 1 < len(rows) and len(rows[i + 1].text) < 120:
                 title = rows[i + 1].text.strip()
+            if _SEE_RULE.match(title) and i + 2 < len(rows) and len(rows[i + 2].text) < 120:
+                # "FORM 'A'" / "[See rule 3(2)]" / "APPLICATION FOR REGISTRATION OF PROJECT"
+                title = f"{rows[i + 2].text.strip()} {title}"
             units.append(
                 Unit(
                     "form",
@@ -333,6 +336,9 @@ def _match_numbered(
         return None
     if rest and not (rest[0].isupper() or rest[0] in "(\"'“‘["):
         return None  # "5. of the Act" is prose, not a heading
+    # Skipping a number (a heading the parser missed) needs strong evidence of a heading: a
+    # margin title, or an inline title with its terminator.
+    skips = last is not None and (number, suffix) == (last[0] + 2, "")
     label_number = f"{number}{suffix}"
     offset_in_row = len(text) - len(rest)
     flags: list[str] = []
@@ -340,6 +346,8 @@ def _match_numbered(
         title = _title_from_margin(stream, row, used_notes)
         if title is not None:
             return label_number, title, row.start + offset_in_row, 1, flags
+    if skips and not _split_title(rest)[2]:
+        return None
     # Inline title: "N. Title.— body", possibly continued on following rows.
     consumed = 1
     body_start = row.end
@@ -381,6 +389,11 @@ def _match_question(
     """A question: consecutive bold rows ending in "?", one of them carrying "N."."""
     if not rows[i].bold:
         return None
+    first = i
+    while i < len(rows) and rows[i].bold and re.fullmatch(r"[^a-z?]+:", rows[i].text.strip()):
+        i += 1  # a category heading such as "STATUS:" above the question
+    if i >= len(rows):
+        return None
     joined, j = "", i
     while j < len(rows) and rows[j].bold and j - i < 5:
         joined = f"{joined} {rows[j].text}".strip()
@@ -393,7 +406,7 @@ def _match_question(
     if not number or (int(number.group(1)), "") not in _next_numbers(last):
         return None
     title = canonicalize(joined[: number.start()] + " " + joined[number.end() :])
-    return number.group(1), title, rows[j - 1].end, j - i, []
+    return number.group(1), title, rows[j - 1].end, j - first, []
 
 
 def _starts_body(rest: str) -> bool:
@@ -548,34 +561,52 @@ class _Piece:
     start: int
     end: int
     last_path: tuple[str, ...] | None = None  # set when short siblings were merged in
+    lead: bool = False  # the lead-in of a split node (its text before the first child)
 
 
 def _pieces(node: Node, path: tuple[str, ...], stream: Stream, max_chars: int) -> list[_Piece]:
-    """Split a node along its children until each piece fits ``max_chars``."""
+    """Split a node along its children until each piece fits ``max_chars``.
+
+    A split node yields its lead-in ("(2) The promoter shall ..., namely:—") as a piece of its
+    own, labelled with the node's path, followed by its children's pieces.
+    """
     size = len(stream.text[node.start : node.end].strip())
     if size <= max_chars or not node.children:
         return [_Piece(path, node.start, node.end)]
-    pieces: list[_Piece] = []
-    for index, child in enumerate(node.children):
-        child_path = (*path, child.marker or "")
-        child_pieces = _pieces(child, child_path, stream, max_chars)
-        if index == 0:
-            # The lead-in before the first child ("(2) The promoter shall ... namely:—")
-            # stays with the node's own head piece.
-            child_pieces[0] = _Piece(path, node.start, child_pieces[0].end)
-        pieces.extend(child_pieces)
+    pieces = [_Piece(path, node.start, node.children[0].start, lead=True)]
+    for child in node.children:
+        pieces.extend(_pieces(child, (*path, child.marker or ""), stream, max_chars))
     return pieces
 
 
-def _merge_short(pieces: list[_Piece], stream: Stream, min_chars: int) -> list[_Piece]:
+def _merge_short(
+    pieces: list[_Piece], stream: Stream, min_chars: int, max_chars: int
+) -> list[_Piece]:
+    """Short pieces join a neighbour rather than stand alone (or vanish).
+
+    A short lead-in absorbs what follows it (a nested lead-in, or its first child) while the
+    result fits ``max_chars``; any other short piece joins its previous sibling (even past
+    ``max_chars``: short pieces never stand alone), whose label then names the range
+    (``Section 2(b)-(c)``).
+    """
+
+    def size(piece: _Piece) -> int:
+        return len(stream.text[piece.start : piece.end].strip())
+
     merged: list[_Piece] = []
     for piece in pieces:
-        size = len(stream.text[piece.start : piece.end].strip())
-        if merged and size < min_chars and _same_parent(merged[-1], piece):
+        if merged:
             prev = merged[-1]
-            prev.end = piece.end
-            prev.last_path = piece.path
-            continue
+            fits = len(stream.text[prev.start : piece.end].strip()) <= max_chars
+            inside = piece.path[: len(prev.path)] == prev.path
+            if prev.lead and size(prev) < min_chars and inside and fits:
+                prev.end, prev.lead = piece.end, piece.lead
+                continue
+            if size(piece) < min_chars and not piece.lead and _same_parent(prev, piece):
+                prev.end = piece.end
+                if len(piece.path) == len(prev.path):
+                    prev.last_path = piece.path
+                continue
         merged.append(piece)
     return merged
 
@@ -630,7 +661,9 @@ def build_chunks(
     for unit in units:
         tree = parse_tree(stream, unit) if unit.unit not in {"form", "paragraph"} else None
         if tree is not None:
-            pieces = _merge_short(_pieces(tree, (), stream, max_chars), stream, min_chars)
+            pieces = _merge_short(
+                _pieces(tree, (), stream, max_chars), stream, min_chars, max_chars
+            )
         else:
             pieces = _row_parts(stream, unit, max_chars)
         ids: dict[tuple[str, ...], str] = {}

@@ -108,6 +108,13 @@ def open_pdf(key: str, path: Path) -> pymupdf.Document:
     if doc.page_count == 0:
         doc.close()
         raise PdfError(key, f"{path.name} has zero pages (truncated or empty PDF)")
+    if doc.is_repaired:
+        doc.close()
+        raise PdfError(
+            key,
+            f"{path.name} is damaged (truncated or corrupt): its cross-reference table had to "
+            "be rebuilt, so pages may be missing or cut short",
+        )
     return doc
 
 
@@ -118,14 +125,21 @@ def is_garbled_line(text: str) -> bool:
     or is two or more lower-case letters with no vowel (``Hkkx``, ``dkj``). Symbols of legacy
     font maps (``ª ñ ¼``) count too. A line is garbled when enough of its words are suspicious.
     """
-    words = [w for w in _WORD.findall(text) if _LATIN.search(w)]
+    words = [w for w in _WORD.findall(text) if _LATIN.search(w) and not _IGNORED_WORD.match(w)]
     if not words:
         return False
     legacy = sum(1 for ch in text if ch in _LEGACY_SYMBOLS)
     suspicious = sum(1 for word in words if _suspicious_word(word))
     if legacy >= 2 and suspicious >= 1:
         return True
-    return len(words) >= 2 and suspicious / len(words) >= 0.4
+    return suspicious >= 2 and suspicious / len(words) >= 0.4
+
+
+# List markers "(xv)", abbreviations "Ph.", "Bldg.", "Sd/-", URLs and e-mail addresses.
+_IGNORED_WORD = re.compile(
+    r"^[(\[]?[ivxlcdm]+[)\].]?[,;:]?$|^[A-Za-z]{1,5}\.[,;:]?$|^[A-Za-z]{1,3}/-$|.*(?:://|www\.|@)",
+    re.I,
+)
 
 
 _NO_VOWEL_OK = {

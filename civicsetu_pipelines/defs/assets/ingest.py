@@ -29,7 +29,7 @@ def _specs(jurisdiction: str) -> list[DocumentSpec]:
 def _markdown(frame: pd.DataFrame, columns: list[str], limit: int = 12) -> dg.MetadataValue:
     if frame.empty:
         return dg.MetadataValue.md("_no rows_")
-    sample = frame[columns].head(limit).astype(str)
+    sample = frame[columns].head(limit).map(lambda v: "" if v is None or v != v else str(v))
     sample = sample.apply(lambda col: col.str.slice(0, 80).str.replace("|", "\\|"))
     header = "| " + " | ".join(columns) + " |\n|" + "---|" * len(columns) + "\n"
     body = "\n".join("| " + " | ".join(row) + " |" for row in sample.itertuples(index=False))
