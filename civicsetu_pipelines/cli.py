@@ -127,7 +127,8 @@ def materialize(
     console.print(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
         "http://127.0.0.1:3000\nPer-document figures: `civicsetu stats --json`; units of one "
-        "document: `civicsetu sections --document rera_act_2016`"
+        "document: `civicsetu sections --document rera_act_2016`\nThe embedded Postgres keeps "
+        "running for the UI and later commands: `civicsetu db stop` stops it."
     )
     if failures:
         console.print(f"[red]Runs failed for: {failures}[/red]")
