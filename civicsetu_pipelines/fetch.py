@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from civicsetu_pipelines.errors import DocumentError
 from civicsetu_pipelines.registry import DocumentSpec
 
 logger = logging.getLogger(__name__)
@@ -61,16 +62,10 @@ class FetchResult:
     last_modified: str | None = None
 
 
-class FetchError(Exception):
+class FetchError(DocumentError):
     """No source produced a valid copy of the document. ``str()`` names the key and the causes."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"fetch failed for document {key!r}: {message}")
-        self.key = key
-        self.reason = message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.key, self.reason))
+    template = "fetch failed for document {key!r}: {reason}"
 
 
 class _SourceFailed(Exception):

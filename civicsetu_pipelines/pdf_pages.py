@@ -23,6 +23,7 @@ from typing import Any
 import pymupdf
 
 from civicsetu_pipelines.canonical import canonicalize
+from civicsetu_pipelines.errors import DocumentError
 
 TOP_ZONE = 0.11  # share of page height treated as header zone
 BOTTOM_ZONE = 0.09
@@ -45,13 +46,8 @@ _LEGACY_SYMBOLS = set("ªñ¼½¹ºµ¾¿¡§¶¢£¤¥¦¨©«¬®¯°±²³·�
 _SCRIPTS = {"hin": _DEVANAGARI, "kan": _KANNADA}
 
 
-class PdfError(Exception):
+class PdfError(DocumentError):
     """A PDF that cannot be read. The message names the document."""
-
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"{key}: {message}")
-        self.key = key
-        self.reason = message
 
 
 @dataclass

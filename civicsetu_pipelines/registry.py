@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from civicsetu_pipelines.config import Settings
+from civicsetu_pipelines.errors import DocumentError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DOCUMENTS_YAML = DATA_DIR / "documents.yaml"
@@ -76,16 +77,10 @@ class RegistryError(ValueError):
     """The registry files are missing or invalid. The message names the file and document."""
 
 
-class PageRangeError(ValueError):
+class PageRangeError(DocumentError, ValueError):
     """A document's page ranges do not fit the actual PDF. The message names the document."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"document {key!r}: {message}")
-        self.key = key
-        self.reason = message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.key, self.reason))
+    template = "document {key!r}: {reason}"
 
 
 class UnknownDocumentError(KeyError):
