@@ -246,6 +246,7 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
         metadata={
             "chunks": len(chunk_frame),
             "documents": len(report_frame),
+            "min_coverage": float(report_frame["coverage"].min()) if len(report_frame) else 0.0,
             "sample": _markdown(chunk_frame, ["label", "title", "page_start", "text"]),
         },
     )
