@@ -121,6 +121,13 @@ def materialize(
             console.print(
                 f"[{index}/{len(wanted)}] {name}: {state} in {took:.1f}s (run {result.run_id})"
             )
+            for check in result.get_asset_check_evaluations():
+                if not check.passed:
+                    level = "red" if check.severity.value == "ERROR" else "yellow"
+                    console.print(
+                        f"    [{level}]check {check.asset_key.to_user_string()}:"
+                        f"{check.check_name} failed[/{level}] {check.description or ''}"
+                    )
             if not result.success:
                 failures.append(name)
     _summary(wanted)

@@ -18,6 +18,13 @@ ENV_DATABASE_URL = "CIVICSETU_DATABASE_URL"
 ENV_MIRROR_DIRS = "CIVICSETU_MIRROR_DIRS"
 ENV_ENABLE_SEED_STATES = "CIVICSETU_ENABLE_SEED_STATES"
 ENV_OFFLINE = "CIVICSETU_OFFLINE"
+ENV_REGISTRY = "CIVICSETU_REGISTRY"
+ENV_EMBED_MODEL = "CIVICSETU_EMBED_MODEL"
+ENV_EMBED_DIMENSION = "CIVICSETU_EMBED_DIMENSION"
+ENV_EMBED_DOCUMENT_PREFIX = "CIVICSETU_EMBED_DOCUMENT_PREFIX"
+ENV_EMBED_QUERY_PREFIX = "CIVICSETU_EMBED_QUERY_PREFIX"
+ENV_EMBED_BATCH_SIZE = "CIVICSETU_EMBED_BATCH_SIZE"
+ENV_EMBED_DEVICE = "CIVICSETU_EMBED_DEVICE"
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
@@ -35,6 +42,7 @@ class Settings:
     mirror_dirs: tuple[Path, ...]
     enable_seed_states: bool
     offline: bool
+    registry_paths: tuple[Path, ...] = ()  # empty: the packaged documents.yaml
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -50,6 +58,11 @@ class Settings:
             mirror_dirs=mirrors,
             enable_seed_states=_truthy(os.environ.get(ENV_ENABLE_SEED_STATES)),
             offline=_truthy(os.environ.get(ENV_OFFLINE)),
+            registry_paths=tuple(
+                Path(p).resolve()
+                for p in (os.environ.get(ENV_REGISTRY) or "").split(os.pathsep)
+                if p.strip()
+            ),
         )
 
     @property
@@ -65,3 +78,14 @@ class Settings:
 def env_is_set(name: str) -> bool:
     """Whether an environment variable is set to a non-empty value."""
     return bool(os.environ.get(name))
+
+
+def env_value(name: str, default: str) -> str:
+    """An environment variable's value, or ``default`` when unset or empty."""
+    return os.environ.get(name) or default
+
+
+def model_hub_offline() -> None:
+    """Never let model libraries reach for a model hub (a missing model retries for ~55 s)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -428,13 +428,17 @@ def load_registry(
 ) -> Registry:
     """Load and validate the document registry.
 
-    ``paths`` are the default registry files (default: the packaged ``documents.yaml``);
+    ``paths`` are the default registry files (default: ``CIVICSETU_REGISTRY``, else the packaged
+    ``documents.yaml``);
     ``seed_paths`` are read only when seed states are enabled (default: the packaged
     ``seed_documents.yaml``). ``include_seed=None`` follows ``Settings.from_env()``.
     """
+    settings = Settings.from_env()
     if include_seed is None:
-        include_seed = Settings.from_env().enable_seed_states
-    files = [Path(p) for p in (paths if paths is not None else (DOCUMENTS_YAML,))]
+        include_seed = settings.enable_seed_states
+    if paths is None:
+        paths = settings.registry_paths or (DOCUMENTS_YAML,)
+    files = [Path(p) for p in paths]
     if include_seed:
         files += [
             Path(p) for p in (seed_paths if seed_paths is not None else (SEED_DOCUMENTS_YAML,))

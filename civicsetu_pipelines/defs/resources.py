@@ -13,6 +13,12 @@ from pydantic import Field
 from civicsetu_pipelines.config import (
     DEFAULT_MIRROR,
     ENV_DATABASE_URL,
+    ENV_EMBED_BATCH_SIZE,
+    ENV_EMBED_DEVICE,
+    ENV_EMBED_DIMENSION,
+    ENV_EMBED_DOCUMENT_PREFIX,
+    ENV_EMBED_MODEL,
+    ENV_EMBED_QUERY_PREFIX,
     ENV_MIRROR_DIRS,
     ENV_STATE_DIR,
     REPO_ROOT,
@@ -20,6 +26,7 @@ from civicsetu_pipelines.config import (
     env_is_set,
 )
 from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+from civicsetu_pipelines.embedding import PACKAGED_MODEL, Embedder, EmbeddingConfig
 
 
 class CorpusResource(dg.ConfigurableResource):
@@ -66,6 +73,11 @@ def _env(name: str, default: str) -> str | dg.EnvVar:
     return dg.EnvVar(name) if env_is_set(name) else default
 
 
+def _env_int(name: str, default: int) -> Any:
+    """``EnvVar.int(name)`` when set (Dagster resolves it to an int), else the default."""
+    return dg.EnvVar.int(name) if env_is_set(name) else default
+
+
 def default_resources() -> dict[str, object]:
     settings = Settings.from_env()
     return {
@@ -74,8 +86,51 @@ def default_resources() -> dict[str, object]:
             mirror_dirs=_env(ENV_MIRROR_DIRS, ":".join(str(p) for p in settings.mirror_dirs)),
             offline=settings.offline,
         ),
+        "embedder": EmbeddingResource(
+            model=_env(ENV_EMBED_MODEL, PACKAGED_MODEL),
+            dimension=_env_int(ENV_EMBED_DIMENSION, 384),
+            document_prefix=_env(ENV_EMBED_DOCUMENT_PREFIX, ""),
+            query_prefix=_env(ENV_EMBED_QUERY_PREFIX, ""),
+            batch_size=_env_int(ENV_EMBED_BATCH_SIZE, 32),
+            device=_env(ENV_EMBED_DEVICE, "cpu"),
+            state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
+        ),
         "postgres": PostgresResource(
             database_url=_env(ENV_DATABASE_URL, ""),
             state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
         ),
     }
+
+
+_EMBEDDERS: dict[tuple[EmbeddingConfig, str], Embedder] = {}
+
+
+class EmbeddingResource(dg.ConfigurableResource):
+    """The sentence-embedding model (loaded once per process and reused across partitions)."""
+
+    model: str = Field(
+        default=PACKAGED_MODEL,
+        description="Model: the packaged all-MiniLM-L6-v2, a model hub name, or a local path",
+    )
+    dimension: int = Field(default=384, description="Vector dimension of the model")
+    document_prefix: str = Field(default="", description="Prefix for embedded documents")
+    query_prefix: str = Field(default="", description="Prefix for embedded queries")
+    batch_size: int = Field(default=32, description="Encoding batch size")
+    device: str = Field(default="cpu", description="cpu or cuda")
+    state_dir: str = Field(default=str(REPO_ROOT / ".civicsetu"), description="State directory")
+
+    def config(self) -> EmbeddingConfig:
+        return EmbeddingConfig(
+            model=self.model,
+            dimension=int(self.dimension),
+            document_prefix=self.document_prefix,
+            query_prefix=self.query_prefix,
+            batch_size=int(self.batch_size),
+            device=self.device,
+        )
+
+    def embedder(self) -> Embedder:
+        key = (self.config(), self.state_dir)
+        if key not in _EMBEDDERS:
+            _EMBEDDERS[key] = Embedder(self.config(), Path(self.state_dir) / "models")
+        return _EMBEDDERS[key]

@@ -1,0 +1,281 @@
+"""Store assets: chunk embeddings (cached, incremental) and the versioned pgvector table.
+
+Thin wrappers over :mod:`civicsetu_pipelines.embedding` and :mod:`civicsetu_pipelines.store`.
+"""
+
+import json
+import time
+from typing import Any
+
+import dagster as dg
+import numpy as np
+import pandas as pd
+
+from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
+from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
+from civicsetu_pipelines.embedding import document_text, text_sha256
+from civicsetu_pipelines.registry import load_registry
+from civicsetu_pipelines.store import (
+    HNSW_INDEX,
+    DocumentVersionInput,
+    cache_lookup,
+    cache_store,
+    column_dimension,
+    ensure_model,
+    explain_nearest,
+    load_partition,
+    prepare,
+    row_sha256,
+    store_setting,
+)
+
+OWNERS = ["team:civicsetu-data"]
+EMBEDDING_TAGS = {"civicsetu/embedding": "true"}
+
+
+def _check(name: str, asset: str, description: str, blocking: bool = False) -> dg.AssetCheckSpec:
+    return dg.AssetCheckSpec(name, asset=asset, description=description, blocking=blocking)
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    io_manager_key="parquet_io",
+    group_name="core",
+    kinds={"sentence-transformers", "parquet"},
+    owners=OWNERS,
+    op_tags=EMBEDDING_TAGS,
+    check_specs=[
+        _check("dimension", "chunk_embeddings", "Vectors have the model's dimension", True),
+        _check("no_nan", "chunk_embeddings", "No NaN or infinite component", True),
+        _check("unit_norm", "chunk_embeddings", "Vectors are normalized (|v| = 1)", True),
+    ],
+)
+def chunk_embeddings(
+    context: dg.AssetExecutionContext,
+    section_chunks: pd.DataFrame,
+    embedder: EmbeddingResource,
+    postgres: PostgresResource,
+):
+    """One normalized vector per chunk of label + title + text. Texts longer than the model's
+    window are embedded as overlapping windows and averaged (nothing truncated). Cached in
+    Postgres by (model id, sha256 of the embedded text): only new or changed texts are
+    encoded."""
+    config = embedder.config()
+    model_id = config.model_id
+    texts = [document_text(row.label, row.title, row.text) for row in section_chunks.itertuples()]
+    shas = [text_sha256(text) for text in texts]
+    with postgres.connect() as conn:
+        prepare(conn)
+        cached = cache_lookup(conn, model_id, shas)
+        todo = {sha: text for sha, text in zip(shas, texts, strict=True) if sha not in cached}
+        started = time.monotonic()
+        if todo:
+            context.log.info(f"embedding {len(todo)} new or changed chunks with {model_id}")
+
+            def progress(done: int, total: int) -> None:
+                context.log.info(f"encoded {done}/{total} windows")
+
+            vectors, windows = embedder.embedder().embed_documents(
+                list(todo.values()), progress=progress
+            )
+            fresh = list(zip(todo.keys(), vectors, windows, strict=True))
+            cache_store(conn, model_id, fresh)
+            cached.update({sha: (vec, n) for sha, vec, n in fresh})
+        seconds = time.monotonic() - started
+    matrix = (
+        np.stack([cached[sha][0] for sha in shas])
+        if shas
+        else np.zeros((0, config.dimension), dtype=np.float32)
+    )
+    frame = pd.DataFrame(
+        {
+            "chunk_id": section_chunks["chunk_id"].tolist(),
+            "content_sha256": shas,
+            "model_id": model_id,
+            "embedding": [row.astype(np.float32) for row in matrix],
+            "embedding_windows": [cached[sha][1] for sha in shas],
+        }
+    )
+    yield dg.Output(
+        frame,
+        metadata={
+            "chunks": len(frame),
+            "embedded_now": len(todo),
+            "from_cache": len(frame) - len(todo),
+            "windows": int(frame["embedding_windows"].sum()) if len(frame) else 0,
+            "model_id": model_id,
+            "dimension": config.dimension,
+            "encode_seconds": round(seconds, 2),
+            "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds else 0.0,
+        },
+    )
+    norms = np.linalg.norm(matrix, axis=1) if len(matrix) else np.ones(0)
+    yield dg.AssetCheckResult(
+        check_name="dimension",
+        passed=matrix.shape[1] == config.dimension,
+        metadata={"dimension": int(matrix.shape[1]), "expected": config.dimension},
+    )
+    yield dg.AssetCheckResult(
+        check_name="no_nan", passed=bool(np.isfinite(matrix).all()),
+        metadata={"non_finite_rows": int((~np.isfinite(matrix)).any(axis=1).sum())},
+    )  # fmt: skip
+    yield dg.AssetCheckResult(
+        check_name="unit_norm",
+        passed=bool(np.all(np.abs(norms - 1.0) < 1e-3)),
+        metadata={"max_norm_error": float(np.max(np.abs(norms - 1.0))) if len(norms) else 0.0},
+    )
+
+
+STORE_CHECKS = [
+    _check("store_dimension", "legal_chunks", "The table's vector dimension and model match"),
+    _check("current_count", "legal_chunks", "Current rows equal the chunks of loaded documents"),
+    _check("all_current_embedded", "legal_chunks", "Every current chunk has an embedding"),
+    _check("unit_norm_stored", "legal_chunks", "Stored current vectors have unit norm"),
+    _check("hnsw_index_used", "legal_chunks", "The HNSW index exists and a k-NN query uses it"),
+    _check("no_duplicate_ids", "legal_chunks", "No chunk id is current twice"),
+    _check("no_orphans", "legal_chunks", "No rows without their document version or parent"),
+]
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    group_name="out",
+    kinds={"postgres", "pgvector"},
+    owners=OWNERS,
+    check_specs=STORE_CHECKS,
+)
+def legal_chunks(
+    context: dg.AssetExecutionContext,
+    raw_pdfs: pd.DataFrame,
+    section_chunks: pd.DataFrame,
+    chunk_embeddings: pd.DataFrame,
+    embedder: EmbeddingResource,
+    postgres: PostgresResource,
+):
+    """The serving table: versioned chunks with vectors (HNSW) and full-text vectors (GIN),
+    loaded per jurisdiction in one transaction under an advisory lock. Documents that failed
+    this run keep their previous rows; removed documents are retired."""
+    jurisdiction = context.partition_key
+    registry = load_registry()
+    config = embedder.config()
+    merged = section_chunks.merge(chunk_embeddings, on="chunk_id", how="left", validate="1:1")
+    if merged["embedding"].isna().any():
+        missing = merged.loc[merged["embedding"].isna(), "label"].head(5).tolist()
+        raise dg.Failure(f"chunks without embeddings (e.g. {missing}); re-run chunk_embeddings")
+    loaded = set(section_chunks["document_key"]) if len(section_chunks) else set()
+    documents = [
+        DocumentVersionInput(
+            row["document_key"], row["sha256"], registry.get(row["document_key"]).effective_date
+        )
+        for row in raw_pdfs.to_dict("records")
+        if row["status"] == "ok" and row["document_key"] in loaded
+    ]
+    rows: list[dict[str, Any]] = []
+    for row in merged.to_dict("records"):
+        row["flags"] = json.loads(row["flags"]) if isinstance(row["flags"], str) else row["flags"]
+        for name in ("number", "title", "chapter", "parent_id"):
+            if row.get(name) is not None and row[name] != row[name]:  # NaN from Parquet
+                row[name] = None
+        row["row_sha256"] = row_sha256(row)
+        rows.append(row)
+    started = time.monotonic()
+    with postgres.connect() as conn:
+        ensure_model(conn, config.model_id, config.dimension)
+        stats = load_partition(
+            conn,
+            jurisdiction,
+            registry_keys=[spec.key for spec in registry.documents(jurisdiction)],
+            documents=documents,
+            chunks=rows,
+        )
+        seconds = time.monotonic() - started
+        checks = _store_checks(conn, jurisdiction, sorted(loaded), len(rows), config)
+    context.log.info(
+        f"{jurisdiction}: {stats.inserted} inserted, {stats.updated} updated, "
+        f"{stats.unchanged} unchanged, {stats.superseded} superseded in {seconds:.2f}s"
+    )
+    yield dg.MaterializeResult(
+        metadata={
+            "inserted": stats.inserted,
+            "updated": stats.updated,
+            "unchanged": stats.unchanged,
+            "superseded": stats.superseded,
+            "new_versions": dg.MetadataValue.json(stats.new_versions),
+            "retired_documents": dg.MetadataValue.json(stats.retired_documents),
+            "load_seconds": round(seconds, 3),
+            "rows_per_second": round(len(rows) / seconds, 1) if seconds else 0.0,
+            "model_id": config.model_id,
+        }
+    )
+    yield from checks
+
+
+def _store_checks(
+    conn: Any, jurisdiction: str, loaded: list[str], expected: int, config: Any
+) -> list[dg.AssetCheckResult]:
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT count(*), count(*) FILTER (WHERE embedding IS NULL OR model_id IS DISTINCT "
+            "FROM %s), count(*) FILTER (WHERE abs(vector_norm(embedding) - 1) > 1e-3) "
+            "FROM legal_chunks WHERE status = 'current' AND document_key = ANY(%s)",
+            (config.model_id, loaded),
+        )
+        current, unembedded, off_norm = cur.fetchone()
+        cur.execute(
+            "SELECT count(*) FROM (SELECT chunk_id FROM legal_chunks WHERE status = 'current' "
+            "GROUP BY chunk_id HAVING count(*) > 1) d"
+        )
+        duplicates = cur.fetchone()[0]
+        cur.execute(
+            "SELECT count(*) FROM legal_chunks c LEFT JOIN document_versions v "
+            "ON v.version_id = c.version_id WHERE c.jurisdiction = %s AND (v.version_id IS NULL "
+            "OR v.document_key <> c.document_key OR (c.status = 'current' AND v.status <> "
+            "'current'))",
+            (jurisdiction,),
+        )
+        orphan_versions = cur.fetchone()[0]
+        cur.execute(
+            "SELECT count(*) FROM legal_chunks c WHERE c.jurisdiction = %s AND c.status = "
+            "'current' AND c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM legal_chunks p "
+            "WHERE p.chunk_id = c.parent_id AND p.status = 'current')",
+            (jurisdiction,),
+        )
+        orphan_parents = cur.fetchone()[0]
+    plan = explain_nearest(conn, config.dimension)
+    dimension = column_dimension(conn)
+    model = store_setting(conn, "embedding_model")
+    return [
+        dg.AssetCheckResult(
+            check_name="store_dimension",
+            passed=dimension == config.dimension and model == config.model_id,
+            metadata={"column_dimension": dimension, "model_id": str(model)},
+        ),
+        dg.AssetCheckResult(
+            check_name="current_count",
+            passed=current == expected,
+            metadata={"current_rows": current, "chunks": expected},
+        ),  # fmt: skip
+        dg.AssetCheckResult(
+            check_name="all_current_embedded",
+            passed=unembedded == 0,
+            metadata={"without_embedding": unembedded},
+        ),  # fmt: skip
+        dg.AssetCheckResult(
+            check_name="unit_norm_stored", passed=off_norm == 0, metadata={"off_norm": off_norm}
+        ),
+        dg.AssetCheckResult(
+            check_name="hnsw_index_used",
+            passed=HNSW_INDEX in plan,
+            metadata={"plan": dg.MetadataValue.md(f"```\n{plan}\n```")},
+        ),  # fmt: skip
+        dg.AssetCheckResult(
+            check_name="no_duplicate_ids",
+            passed=duplicates == 0,
+            metadata={"duplicated_ids": duplicates},
+        ),  # fmt: skip
+        dg.AssetCheckResult(
+            check_name="no_orphans",
+            passed=orphan_versions == 0 and orphan_parents == 0,
+            metadata={"bad_version_rows": orphan_versions, "missing_parents": orphan_parents},
+        ),
+    ]
