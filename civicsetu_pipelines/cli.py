@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from typing import Annotated, Any
 
 import typer
@@ -87,15 +86,20 @@ def materialize(
         list[str] | None,
         typer.Option("--jurisdiction", "-j", help="Partition(s) to run; default: all"),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even jurisdictions whose inputs are unchanged")
+    ] = False,
 ) -> None:
-    """Materialize every asset for the given jurisdictions through the Dagster instance."""
+    """Materialize every asset for the given jurisdictions through the Dagster instance.
+
+    A jurisdiction whose inputs (documents, registry, code, settings) are unchanged since its
+    last successful run is reported up to date and skipped, unless --force."""
     import dagster as dg
 
     from civicsetu_pipelines.instance import prepare_dagster_home
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
-    from civicsetu_pipelines.definitions import defs
     from civicsetu_pipelines.registry import load_registry
 
     known = load_registry().jurisdictions()
@@ -104,32 +108,34 @@ def materialize(
     if unknown:
         console.print(f"[red]Unknown jurisdiction(s) {unknown}; known: {known}[/red]")
         raise typer.Exit(2)
-    job = defs.resolve_job_def("ingest_job")
+    from civicsetu_pipelines.runs import run_partitions
+
+    def has_rows(name: str) -> bool:
+        return any(r["jurisdiction"] == name and r["current_rows"] for r in _read_stats()[1])
+
+    total = len(wanted)
+    with dg.DagsterInstance.get() as instance, console.status("checking inputs ...") as status:
+        outcomes = run_partitions(
+            instance,
+            wanted,
+            force=force,
+            has_rows=has_rows,
+            before=lambda i, name: status.update(f"[{i}/{total}] materializing {name} ..."),
+        )
     failures = []
-    with dg.DagsterInstance.get() as instance:
-        for index, name in enumerate(wanted, 1):
-            started = time.monotonic()
-            with console.status(f"[{index}/{len(wanted)}] materializing {name} ..."):
-                result = job.execute_in_process(
-                    partition_key=name,
-                    instance=instance,
-                    raise_on_error=False,
-                    run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
-                )
-            took = time.monotonic() - started
-            state = "[green]ok[/green]" if result.success else "[red]FAILED[/red]"
-            console.print(
-                f"[{index}/{len(wanted)}] {name}: {state} in {took:.1f}s (run {result.run_id})"
-            )
-            for check in result.get_asset_check_evaluations():
-                if not check.passed:
-                    level = "red" if check.severity.value == "ERROR" else "yellow"
-                    console.print(
-                        f"    [{level}]check {check.asset_key.to_user_string()}:"
-                        f"{check.check_name} failed[/{level}] {check.description or ''}"
-                    )
-            if not result.success:
-                failures.append(name)
+    for index, outcome in enumerate(outcomes, 1):
+        prefix = f"[{index}/{total}] {outcome.jurisdiction}:"
+        if outcome.status == "up_to_date":
+            console.print(f"{prefix} [green]up to date[/green] (inputs unchanged since its last "
+                          "successful run; --force runs it anyway)")  # fmt: skip
+            continue
+        state = "[green]ok[/green]" if outcome.status == "ok" else "[red]FAILED[/red]"
+        console.print(f"{prefix} {state} in {outcome.seconds:.1f}s (run {outcome.run_id})")
+        for asset, check, severity in outcome.failed_checks:
+            level = "red" if severity == "ERROR" else "yellow"
+            console.print(f"    [{level}]check {asset}:{check} failed[/{level}]")
+        if outcome.status == "failed":
+            failures.append(outcome.jurisdiction)
     _summary(wanted)
     console.print(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
@@ -143,13 +149,19 @@ def materialize(
 
 
 def _stats_rows() -> list[dict[str, Any]]:
+    return _read_stats()[0]
+
+
+def _read_stats() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per-document catalog rows and per-jurisdiction store rows."""
     from civicsetu_pipelines.catalog import read_stats
     from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+    from civicsetu_pipelines.store import store_stats
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
     with connect(url) as conn:
-        return read_stats(conn)
+        return read_stats(conn), store_stats(conn)
 
 
 def _summary(jurisdictions: list[str]) -> None:
@@ -179,8 +191,9 @@ def _summary(jurisdictions: list[str]) -> None:
 
 @app.command()
 def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Per document: jurisdiction, pages, OCR pages, sections, chunks, coverage."""
-    rows = _stats_rows()
+    """Per document: jurisdiction, pages, OCR pages, sections, chunks, coverage; per
+    jurisdiction: current, superseded and embedded rows of the store, model id, dimension."""
+    rows, store = _read_stats()
     data = [
         {
             "document": r["key"],
@@ -200,7 +213,7 @@ def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         for r in rows
     ]
     if as_json:
-        _print_json({"documents": data})
+        _print_json({"documents": data, "store": store})
         return
     if not data:
         console.print("Nothing materialized yet: run `civicsetu materialize`.")
@@ -226,6 +239,15 @@ def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
             )
         )
     out.print(table)
+    if store:
+        store_table = Table(title="Store (legal_chunks)")
+        columns = ("jurisdiction", "current_rows", "superseded_rows", "embedded_rows", "model_id",
+                   "dimension")  # fmt: skip
+        for column in columns:
+            store_table.add_column(column)
+        for s in store:
+            store_table.add_row(*(str(s[c]) for c in columns))
+        out.print(store_table)
 
 
 @app.command()

@@ -89,3 +89,12 @@ def model_hub_offline() -> None:
     """Never let model libraries reach for a model hub (a missing model retries for ~55 s)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def output_settings() -> dict[str, str]:
+    """The settings that change what a materialization produces (for freshness fingerprints)."""
+    names = (
+        ENV_EMBED_MODEL, ENV_EMBED_DIMENSION, ENV_EMBED_DOCUMENT_PREFIX, ENV_EMBED_QUERY_PREFIX,
+        ENV_ENABLE_SEED_STATES, ENV_REGISTRY, ENV_MIRROR_DIRS, ENV_OFFLINE,
+    )  # fmt: skip
+    return {name: os.environ.get(name, "") for name in names}

@@ -7,7 +7,9 @@ a row with its ``error`` and the others go on.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -81,6 +83,49 @@ def parse_rows(spec: DocumentSpec, path: Path, *, ocr: bool = True) -> list[dict
         )
         out.append(record)
     return out
+
+
+def _source_hash(*modules: str) -> str:
+    """sha256 of the source files of the named modules: a code change invalidates caches."""
+    import importlib
+
+    digest = hashlib.sha256()
+    for name in modules:
+        module = importlib.import_module(name)
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()
+
+
+def parse_fingerprint(spec: DocumentSpec, sha256: str, ocr: bool) -> str:
+    """What a document's parse depends on: its bytes, page ranges, language and the parser."""
+    payload = {
+        "sha256": sha256,
+        "page_ranges": spec.page_ranges,
+        "language": spec.language,
+        "ocr": ocr,
+        "parser": _source_hash("civicsetu_pipelines.pdf_pages", "civicsetu_pipelines.canonical"),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def parse_rows_cached(
+    spec: DocumentSpec, path: Path, sha256: str, cache_dir: Path, *, ocr: bool = True
+) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`parse_rows`, reused from ``cache_dir`` when nothing it depends on changed.
+
+    Returns the rows and whether they came from the cache. Parses with pages left needing OCR
+    are not cached, so installing Tesseract later takes effect.
+    """
+    cache = cache_dir / f"{parse_fingerprint(spec, sha256, ocr)}.json"
+    if cache.is_file():
+        return json.loads(cache.read_text()), True
+    rows = parse_rows(spec, path, ocr=ocr)
+    if not any("needs_ocr" in json.loads(row["flags"]) for row in rows):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(rows, ensure_ascii=False))
+        os.replace(tmp, cache)
+    return rows, False
 
 
 def page_records(frame_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -44,6 +44,11 @@ class CorpusResource(dg.ConfigurableResource):
     def pdf_cache(self) -> Path:
         return Path(self.state_dir) / "storage" / "pdfs"
 
+    @property
+    def parse_cache(self) -> Path:
+        """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code)."""
+        return Path(self.state_dir) / "storage" / "parse_cache"
+
     def mirrors(self) -> list[Path]:
         return [Path(p) for p in self.mirror_dirs.split(":") if p.strip()]
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
-from civicsetu_pipelines.ingest import chunk_rows, fetch_rows, page_records, parse_rows
+from civicsetu_pipelines.ingest import chunk_rows, fetch_rows, page_records, parse_rows_cached
 from civicsetu_pipelines.pdf_pages import PdfError
 from civicsetu_pipelines.quality import CHUNKS, DOCUMENTS, PAGES, TableSchema, validate
 from civicsetu_pipelines.registry import DocumentSpec, load_registry
@@ -150,9 +150,13 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
         if doc["status"] != "ok":
             continue
         spec = registry.get(doc["document_key"])
-        context.log.info(f"parsing {spec.key}")
         try:
-            rows.extend(parse_rows(spec, Path(doc["path"]), ocr=corpus.ocr))
+            parsed, reused = parse_rows_cached(
+                spec, Path(doc["path"]), doc["sha256"], corpus.parse_cache, ocr=corpus.ocr
+            )
+            context.log.info(f"{spec.key}: {'reused the parse of' if reused else 'parsed'} "
+                             f"{len(parsed)} pages")  # fmt: skip
+            rows.extend(parsed)
         except PdfError as exc:
             context.log.error(str(exc))
             errors.append(str(exc))

@@ -1,0 +1,153 @@
+"""Cold, warm and one-document-changed materializations of every default partition.
+
+Usage: .venv/bin/python bench/bench_store.py
+
+In ONE process, on a fresh state directory (fresh embedded Postgres, empty embedding cache):
+
+1. cold: ``ingest_job`` for every default jurisdiction through the Dagster instance (model
+   extraction and loading, parsing, chunking, embedding, loading into pgvector), wall time;
+2. bare: the same model encoding the same texts (the same windows), nothing else;
+3. warm: the same materialization again with nothing changed;
+4. changed: one document's PDF edited (one word on one page; a temporary registry pins the new
+   sha256) and its jurisdiction materialized again: how many chunks were re-embedded.
+
+Prints the figures and the ratios cold/bare and warm/cold.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+STATE = Path(tempfile.mkdtemp(prefix="civicsetu-bench-store-"))
+os.environ["CIVICSETU_STATE_DIR"] = str(STATE)
+os.environ.pop("CIVICSETU_DATABASE_URL", None)
+
+import dagster as dg  # noqa: E402
+import pymupdf  # noqa: E402
+
+from civicsetu_pipelines.config import DEFAULT_MIRROR  # noqa: E402
+from civicsetu_pipelines.database import EmbeddedPostgres  # noqa: E402
+from civicsetu_pipelines.embedding import (  # noqa: E402
+    Embedder,
+    EmbeddingConfig,
+    document_text,
+    sha256_file,
+)
+from civicsetu_pipelines.instance import prepare_dagster_home  # noqa: E402
+from civicsetu_pipelines.registry import DOCUMENTS_YAML, load_registry  # noqa: E402
+from civicsetu_pipelines.runs import run_partitions  # noqa: E402
+
+CHANGED_DOC = "gujarat_appellate_tribunal_rules_2016"
+
+
+def materialize(
+    partitions: list[str], force: bool = False
+) -> tuple[float, dict[str, dict[str, Any]], int]:
+    """Run ingest_job per partition as ``civicsetu materialize`` does: wall seconds, metadata by
+    "asset:partition", and how many partitions were skipped as up to date."""
+    meta: dict[str, dict[str, Any]] = {}
+    started = time.perf_counter()
+    with dg.DagsterInstance.get() as instance:
+        outcomes = run_partitions(instance, partitions, force=force)
+    seconds = time.perf_counter() - started
+    for outcome in outcomes:
+        assert outcome.status != "failed", outcome
+        for asset, values in outcome.metadata.items():
+            meta[f"{asset}:{outcome.jurisdiction}"] = values
+    return seconds, meta, sum(o.status == "up_to_date" for o in outcomes)
+
+
+def total(meta: dict[str, dict[str, Any]], asset: str, key: str) -> float:
+    return sum(float(m.get(key, 0) or 0) for name, m in meta.items() if name.startswith(asset))
+
+
+def bare_encoding() -> tuple[float, int, int]:
+    """Encode the windows of every chunk text with the loaded model: seconds, texts, windows."""
+    import pandas as pd
+
+    embedder = Embedder(EmbeddingConfig(), STATE / "models")
+    embedder.encode(["warm-up"])  # loading is not encoding
+    frames = list((STATE / "storage" / "assets" / "section_chunks").glob("*.parquet"))
+    chunks = pd.concat([pd.read_parquet(f) for f in frames])
+    texts = [document_text(r.label, r.title, r.text) for r in chunks.itertuples()]
+    windows = [w for text in texts for w in embedder.windows(text)]
+    started = time.perf_counter()
+    embedder.encode(windows)
+    return time.perf_counter() - started, len(texts), len(windows)
+
+
+def change_one_document() -> tuple[Path, Path]:
+    """A mirror with one PDF edited, and a registry pinning its new sha256."""
+    registry = load_registry(include_seed=False)
+    spec = registry.get(CHANGED_DOC)
+    mirror = STATE / "mirror"
+    mirror.mkdir()
+    for doc in registry.documents():
+        shutil.copy(Path(DEFAULT_MIRROR) / str(doc.filename), mirror / str(doc.filename))
+    target = mirror / str(spec.filename)
+    with pymupdf.open(target) as pdf:
+        page = pdf[1]
+        hits = page.search_for("Appellate Tribunal")
+        page.add_redact_annot(hits[0], text="Appeal Tribunal")
+        page.apply_redactions()
+        pdf.save(STATE / "edited.pdf")
+    shutil.move(STATE / "edited.pdf", target)
+    data = yaml.safe_load(DOCUMENTS_YAML.read_text())
+    for doc in data["documents"]:
+        if doc["key"] == CHANGED_DOC:
+            doc["sha256"] = sha256_file(target)
+    path = STATE / "documents.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return mirror, path
+
+
+def main() -> None:
+    partitions = load_registry(include_seed=False).jurisdictions()
+    print(f"state dir {STATE}; partitions {partitions}", flush=True)
+    prepare_dagster_home()
+    cold, cold_meta, _ = materialize(partitions)
+    bare, texts, windows = bare_encoding()
+    warm, _, skipped = materialize(partitions)
+    forced, forced_meta, _ = materialize(partitions, force=True)
+    mirror, registry = change_one_document()
+    os.environ["CIVICSETU_MIRROR_DIRS"] = str(mirror)
+    os.environ["CIVICSETU_REGISTRY"] = str(registry)
+    changed, changed_meta, _ = materialize(["GUJARAT"])
+    rows = total(cold_meta, "legal_chunks", "inserted")
+    encode_s = total(cold_meta, "chunk_embeddings", "encode_seconds")
+    load_s = total(cold_meta, "legal_chunks", "load_seconds")
+    embedded = total(cold_meta, "chunk_embeddings", "embedded_now")
+    print()
+    print(f"texts {texts}, model windows {windows}, rows loaded {rows:.0f}")
+    print(f"cold materialization, all partitions   {cold:8.2f} s")
+    print(f"  embedding (inside the asset)          {encode_s:8.2f} s  "
+          f"{embedded / encode_s:6.1f} chunks/s")  # fmt: skip
+    print(f"  loading into pgvector                 {load_s:8.2f} s  {rows / load_s:6.0f} rows/s")
+    print(f"bare model encoding, same windows       {bare:8.2f} s")
+    print(f"warm materialization (nothing changed)  {warm:8.2f} s  "
+          f"{skipped} of {len(partitions)} partitions up to date, skipped")  # fmt: skip
+    print(f"forced re-run (nothing changed)         {forced:8.2f} s  re-embedded "
+          f"{total(forced_meta, 'chunk_embeddings', 'embedded_now'):.0f}, rows inserted/updated "
+          f"{total(forced_meta, 'legal_chunks', 'inserted'):.0f}/"
+          f"{total(forced_meta, 'legal_chunks', 'updated'):.0f}")  # fmt: skip
+    print(f"one document changed (GUJARAT)          {changed:8.2f} s  "
+          f"re-embedded {total(changed_meta, 'chunk_embeddings', 'embedded_now'):.0f} of "
+          f"{total(changed_meta, 'chunk_embeddings', 'chunks'):.0f} chunks; new versions "
+          f"{changed_meta.get('legal_chunks:GUJARAT', {}).get('new_versions')}")  # fmt: skip
+    print(f"ratio cold / bare encoding              {cold / bare:8.2f}  (target <= 1.5)")
+    print(f"ratio warm / cold                       {warm / cold:8.3f}  (target <= 0.05)")
+    print(f"ratio forced re-run / cold              {forced / cold:8.3f}")
+    EmbeddedPostgres(STATE).stop()
+    shutil.rmtree(STATE, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
