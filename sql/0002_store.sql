@@ -21,8 +21,7 @@ CREATE TABLE IF NOT EXISTS document_versions (
     valid_from    date NOT NULL,
     valid_to      date,
     status        text NOT NULL CHECK (status IN ('current', 'superseded', 'retired')),
-    ingested_at   timestamptz NOT NULL DEFAULT now(),
-    UNIQUE (document_key, sha256)
+    ingested_at   timestamptz NOT NULL DEFAULT now()
 );
 
 CREATE UNIQUE INDEX IF NOT EXISTS document_versions_one_current

@@ -26,6 +26,8 @@ from civicsetu_pipelines.store import (
     load_partition,
     prepare,
     row_sha256,
+    rows_without_vectors,
+    set_vectors,
     store_setting,
 )
 
@@ -63,25 +65,11 @@ def chunk_embeddings(
     config = embedder.config()
     model_id = config.model_id
     texts = [document_text(row.label, row.title, row.text) for row in section_chunks.itertuples()]
-    shas = [text_sha256(text) for text in texts]
+    started = time.monotonic()
     with postgres.connect() as conn:
-        prepare(conn)
-        cached = cache_lookup(conn, model_id, shas)
-        todo = {sha: text for sha, text in zip(shas, texts, strict=True) if sha not in cached}
-        started = time.monotonic()
-        if todo:
-            context.log.info(f"embedding {len(todo)} new or changed chunks with {model_id}")
-
-            def progress(done: int, total: int) -> None:
-                context.log.info(f"encoded {done}/{total} windows")
-
-            vectors, windows = embedder.embedder().embed_documents(
-                list(todo.values()), progress=progress
-            )
-            fresh = list(zip(todo.keys(), vectors, windows, strict=True))
-            cache_store(conn, model_id, fresh)
-            cached.update({sha: (vec, n) for sha, vec, n in fresh})
-        seconds = time.monotonic() - started
+        cached, embedded_now = embed_with_cache(context, conn, embedder, texts)
+    seconds = time.monotonic() - started
+    shas = [text_sha256(text) for text in texts]
     matrix = (
         np.stack([cached[sha][0] for sha in shas])
         if shas
@@ -100,13 +88,13 @@ def chunk_embeddings(
         frame,
         metadata={
             "chunks": len(frame),
-            "embedded_now": len(todo),
-            "from_cache": len(frame) - len(todo),
+            "embedded_now": embedded_now,
+            "from_cache": len(frame) - embedded_now,
             "windows": int(frame["embedding_windows"].sum()) if len(frame) else 0,
             "model_id": model_id,
             "dimension": config.dimension,
             "encode_seconds": round(seconds, 2),
-            "chunks_per_second": round(len(todo) / seconds, 1) if todo and seconds else 0.0,
+            "chunks_per_second": round(embedded_now / seconds, 1) if embedded_now else 0.0,
         },
     )
     norms = np.linalg.norm(matrix, axis=1) if len(matrix) else np.ones(0)
@@ -124,6 +112,31 @@ def chunk_embeddings(
         passed=bool(np.all(np.abs(norms - 1.0) < 1e-3)),
         metadata={"max_norm_error": float(np.max(np.abs(norms - 1.0))) if len(norms) else 0.0},
     )
+
+
+def embed_with_cache(
+    context: dg.AssetExecutionContext,
+    conn: Any,
+    embedder: EmbeddingResource,
+    texts: list[str],
+) -> tuple[dict[str, tuple[np.ndarray, int]], int]:
+    """Vectors for ``texts`` by sha256: from the cache, encoding (and caching) only the rest."""
+    model_id = embedder.config().model_id
+    prepare(conn)
+    shas = [text_sha256(text) for text in texts]
+    cached = cache_lookup(conn, model_id, shas)
+    todo = {sha: text for sha, text in zip(shas, texts, strict=True) if sha not in cached}
+    if todo:
+        context.log.info(f"embedding {len(todo)} new or changed texts with {model_id}")
+
+        def progress(done: int, total: int) -> None:
+            context.log.info(f"encoded {done}/{total} windows")
+
+        vectors, windows = embedder.embedder().embed_documents(list(todo.values()), progress)
+        fresh = list(zip(todo.keys(), vectors, windows, strict=True))
+        cache_store(conn, model_id, fresh)
+        cached.update({sha: (vec, n) for sha, vec, n in fresh})
+    return cached, len(todo)
 
 
 STORE_CHECKS = [
@@ -189,6 +202,19 @@ def legal_chunks(
             chunks=rows,
         )
         seconds = time.monotonic() - started
+        # After a model switch, superseded rows need vectors of the new model too.
+        stale = rows_without_vectors(conn, jurisdiction, config.model_id)
+        if stale:
+            stale_texts = [document_text(label, title, text) for _, label, title, text in stale]
+            vectors, _ = embed_with_cache(context, conn, embedder, stale_texts)
+            set_vectors(
+                conn,
+                config.model_id,
+                [
+                    (row_id, *vectors[text_sha256(text)])
+                    for (row_id, *_rest), text in zip(stale, stale_texts, strict=True)
+                ],
+            )
         checks = _store_checks(conn, jurisdiction, sorted(loaded), len(rows), config)
     context.log.info(
         f"{jurisdiction}: {stats.inserted} inserted, {stats.updated} updated, "
@@ -205,6 +231,7 @@ def legal_chunks(
             "load_seconds": round(seconds, 3),
             "rows_per_second": round(len(rows) / seconds, 1) if seconds else 0.0,
             "model_id": config.model_id,
+            "re_embedded_past_rows": len(stale),
         }
     )
     yield from checks
