@@ -220,9 +220,13 @@ class Embedder:
         spans = [self.windows(text) for text in texts]
         flat = [prefix + window for windows in spans for window in windows]
         vectors = np.zeros((len(flat), self.config.dimension), dtype=np.float32)
+        # Longest first, in slices: every batch holds windows of similar length (little
+        # padding), and progress can be reported between slices.
+        order = sorted(range(len(flat)), key=lambda i: -len(flat[i]))
         batch = max(1, self.config.batch_size) * 8
-        for start in range(0, len(flat), batch):
-            vectors[start : start + batch] = self.encode(flat[start : start + batch])
+        for start in range(0, len(order), batch):
+            picked = order[start : start + batch]
+            vectors[picked] = self.encode([flat[i] for i in picked])
             if progress is not None:
                 progress(min(start + batch, len(flat)), len(flat))
         out = np.zeros((len(texts), self.config.dimension), dtype=np.float32)

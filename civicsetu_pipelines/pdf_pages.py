@@ -9,6 +9,7 @@ no text layer are OCR'd with Tesseract when it is installed, else flagged ``need
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import statistics
@@ -358,6 +359,9 @@ def ocr_page(page: pymupdf.Page, language: str, dpi: int = 300) -> tuple[list[Ro
             text=True,
             check=False,
             timeout=600,
+            # Tesseract's OpenMP threads make it ~3x slower on a 2-core machine (5.7 s vs
+            # 1.9 s a page, same words and confidence): one thread.
+            env={**os.environ, "OMP_THREAD_LIMIT": "1"},
         )
     if proc.returncode != 0:
         raise RuntimeError(f"tesseract failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
