@@ -57,11 +57,13 @@ def run_partitions(
     before: Callable[[int, str], None] | None = None,
 ) -> list[PartitionOutcome]:
     from civicsetu_pipelines.defs import build_definitions
+    from civicsetu_pipelines.defs.resources import embedding_resource_from_env
 
     settings = Settings.from_env()
     registry = load_registry()
     job = build_definitions(settings).resolve_job_def("ingest_job")
     outcomes = []
+    worker_started = False
     for index, name in enumerate(partitions, 1):
         started = time.perf_counter()
         fingerprint = partition_fingerprint(
@@ -74,6 +76,11 @@ def run_partitions(
         ):
             outcomes.append(PartitionOutcome(name, "up_to_date", time.perf_counter() - started))
             continue
+        if not worker_started:
+            # The model's worker process imports and loads it while this partition is fetched,
+            # parsed and checked here (the runs' embedding step then finds it ready).
+            embedding_resource_from_env().embedder()
+            worker_started = True
         if before is not None:
             before(index, name)
         result = job.execute_in_process(

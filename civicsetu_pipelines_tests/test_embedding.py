@@ -211,3 +211,41 @@ def test_document_prefix_does_not_truncate_a_full_window(packaged_models_dir: Pa
     assert len(windows) == 2 and windows[-1].endswith(" alpha")
     vectors, _ = prefixed.embed_documents([first, second])
     assert float(np.abs(vectors[0] - vectors[1]).max()) > 1e-4
+
+
+def test_worker_process_gives_the_in_process_vectors(packaged_models_dir: Path) -> None:
+    from civicsetu_pipelines.embedding import ModelWorker
+
+    texts = ["Return of amount and compensation.", "Rule 16. Rate of interest payable."]
+    local = Embedder(EmbeddingConfig(), packaged_models_dir)
+    worker = ModelWorker(EmbeddingConfig(), packaged_models_dir)
+    try:
+        seen: list[tuple[int, int]] = []
+        vectors, windows = worker.embed_documents(texts, progress=lambda d, t: seen.append((d, t)))
+        expected, expected_windows = local.embed_documents(texts)
+        assert np.allclose(vectors, expected, atol=1e-5)
+        assert windows == expected_windows
+        assert seen and seen[-1] == (2, 2)
+        assert worker.window_tokens == local.window_tokens
+        assert np.allclose(worker.embed_query(texts[0]), local.embed_query(texts[0]), atol=1e-5)
+    finally:
+        worker.close()
+
+
+def test_worker_process_reports_a_bad_model_with_its_type(
+    packaged_models_dir: Path, tmp_path: Path
+) -> None:
+    from civicsetu_pipelines.embedding import ModelWorker
+
+    models = tmp_path / "models"
+    shutil.copytree(packaged_models_dir / PACKAGED_MODEL_DIR, models / PACKAGED_MODEL_DIR)
+    weights = models / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS
+    with weights.open("r+b") as handle:
+        handle.write(b"\0" * 16)
+    worker = ModelWorker(EmbeddingConfig(), models)
+    try:
+        with pytest.raises(ModelChecksumError) as caught:
+            worker.encode(["anything"])
+        assert str(weights) in str(caught.value)
+    finally:
+        worker.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,10 @@ from civicsetu_pipelines.config import (
     REPO_ROOT,
     Settings,
     env_is_set,
+    env_value,
 )
 from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
-from civicsetu_pipelines.embedding import PACKAGED_MODEL, Embedder, EmbeddingConfig
+from civicsetu_pipelines.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
 
 
 class CorpusResource(dg.ConfigurableResource):
@@ -107,7 +109,8 @@ def default_resources() -> dict[str, object]:
     }
 
 
-_EMBEDDERS: dict[tuple[EmbeddingConfig, str], Embedder] = {}
+_EMBEDDERS: dict[tuple[EmbeddingConfig, str], ModelWorker] = {}
+_EMBEDDERS_LOCK = threading.Lock()
 
 
 class EmbeddingResource(dg.ConfigurableResource):
@@ -134,8 +137,24 @@ class EmbeddingResource(dg.ConfigurableResource):
             device=self.device,
         )
 
-    def embedder(self) -> Embedder:
-        key = (self.config(), self.state_dir)
-        if key not in _EMBEDDERS:
-            _EMBEDDERS[key] = Embedder(self.config(), Path(self.state_dir) / "models")
-        return _EMBEDDERS[key]
+    def embedder(self) -> ModelWorker:
+        """The model, in a worker process shared by every run of this process."""
+        key = (self.config(), str(Path(self.state_dir).resolve()))
+        with _EMBEDDERS_LOCK:
+            if key not in _EMBEDDERS:
+                _EMBEDDERS[key] = ModelWorker(self.config(), Path(key[1]) / "models")
+            return _EMBEDDERS[key]
+
+
+def embedding_resource_from_env() -> EmbeddingResource:
+    """The embedder resource with the environment's values resolved (for use outside a run)."""
+    settings = Settings.from_env()
+    return EmbeddingResource(
+        model=env_value(ENV_EMBED_MODEL, PACKAGED_MODEL),
+        dimension=int(env_value(ENV_EMBED_DIMENSION, "384")),
+        document_prefix=env_value(ENV_EMBED_DOCUMENT_PREFIX, ""),
+        query_prefix=env_value(ENV_EMBED_QUERY_PREFIX, ""),
+        batch_size=int(env_value(ENV_EMBED_BATCH_SIZE, "32")),
+        device=env_value(ENV_EMBED_DEVICE, "cpu"),
+        state_dir=str(settings.state_dir),
+    )
