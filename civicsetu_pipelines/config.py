@@ -75,6 +75,16 @@ class Settings:
         return self.state_dir / "storage"
 
 
+def pdf_cache_dir(state_dir: Path | str) -> Path:
+    """Verified PDFs by sha256."""
+    return Path(state_dir) / "storage" / "pdfs"
+
+
+def parse_cache_dir(state_dir: Path | str) -> Path:
+    """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code)."""
+    return Path(state_dir) / "storage" / "parse_cache"
+
+
 def env_is_set(name: str) -> bool:
     """Whether an environment variable is set to a non-empty value."""
     return bool(os.environ.get(name))

@@ -128,6 +128,32 @@ def parse_rows_cached(
     return rows, False
 
 
+def prefetch_parses(
+    specs: Sequence[DocumentSpec],
+    *,
+    mirror_dirs: Sequence[Path],
+    pdf_cache: Path,
+    parse_cache: Path,
+    offline: bool,
+    ocr: bool = True,
+) -> int:
+    """Fetch and parse documents into the caches ahead of their runs; returns how many.
+
+    Best effort: a document that fails here is left for its run, which reports the failure.
+    """
+    done = 0
+    for spec in specs:
+        try:
+            fetched = fetch_document(
+                spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache, offline=offline
+            )
+            parse_rows_cached(spec, fetched.path, fetched.sha256, parse_cache, ocr=ocr)
+            done += 1
+        except Exception:  # noqa: BLE001 - the run itself reports what went wrong
+            continue
+    return done
+
+
 def page_records(frame_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Decode the JSON columns of stored page rows."""
     out = []

@@ -8,6 +8,7 @@ Shared by ``civicsetu materialize`` and the benchmarks. A jurisdiction whose inp
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,8 +16,14 @@ from typing import Any
 
 import dagster as dg
 
-from civicsetu_pipelines.config import Settings, output_settings
+from civicsetu_pipelines.config import (
+    Settings,
+    output_settings,
+    parse_cache_dir,
+    pdf_cache_dir,
+)
 from civicsetu_pipelines.freshness import FINGERPRINT_TAG, partition_fingerprint
+from civicsetu_pipelines.ingest import prefetch_parses
 from civicsetu_pipelines.registry import load_registry
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -62,8 +69,8 @@ def run_partitions(
     settings = Settings.from_env()
     registry = load_registry()
     job = build_definitions(settings).resolve_job_def("ingest_job")
-    outcomes = []
-    worker_started = False
+    outcomes: list[PartitionOutcome] = []
+    to_run: list[tuple[int, str, str | None]] = []
     for index, name in enumerate(partitions, 1):
         started = time.perf_counter()
         fingerprint = partition_fingerprint(
@@ -75,12 +82,29 @@ def run_partitions(
             and up_to_date(instance, name, fingerprint, functools.partial(has_rows, name))
         ):
             outcomes.append(PartitionOutcome(name, "up_to_date", time.perf_counter() - started))
-            continue
-        if not worker_started:
-            # The model's worker process imports and loads it while this partition is fetched,
-            # parsed and checked here (the runs' embedding step then finds it ready).
-            embedding_resource_from_env().embedder()
-            worker_started = True
+        else:
+            to_run.append((index, name, fingerprint))
+    if to_run:
+        # Overlap the slow, single-threaded preparations with the runs: the model's worker
+        # process imports and loads it while the first partition is fetched, parsed and checked
+        # here, and a thread parses the later partitions (OCR included) into the parse cache
+        # while this process waits on the worker's encoding.
+        embedding_resource_from_env().embedder()
+        later = [spec for _, name, _ in to_run[1:] for spec in registry.documents(name)]
+        threading.Thread(
+            target=prefetch_parses,
+            args=(later,),
+            kwargs={
+                "mirror_dirs": list(settings.mirror_dirs),
+                "pdf_cache": pdf_cache_dir(settings.state_dir),
+                "parse_cache": parse_cache_dir(settings.state_dir),
+                "offline": settings.offline,
+            },
+            name="civicsetu-prefetch",
+            daemon=True,
+        ).start()
+    for index, name, fingerprint in to_run:
+        started = time.perf_counter()
         if before is not None:
             before(index, name)
         result = job.execute_in_process(
@@ -105,4 +129,5 @@ def run_partitions(
                 key: value.value for key, value in mat.metadata.items()
             }
         outcomes.append(outcome)
-    return outcomes
+    order = {name: i for i, name in enumerate(partitions)}
+    return sorted(outcomes, key=lambda o: order[o.jurisdiction])

@@ -26,6 +26,8 @@ from civicsetu_pipelines.config import (
     Settings,
     env_is_set,
     env_value,
+    parse_cache_dir,
+    pdf_cache_dir,
 )
 from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
 from civicsetu_pipelines.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
@@ -44,12 +46,11 @@ class CorpusResource(dg.ConfigurableResource):
 
     @property
     def pdf_cache(self) -> Path:
-        return Path(self.state_dir) / "storage" / "pdfs"
+        return pdf_cache_dir(self.state_dir)
 
     @property
     def parse_cache(self) -> Path:
-        """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code)."""
-        return Path(self.state_dir) / "storage" / "parse_cache"
+        return parse_cache_dir(self.state_dir)
 
     def mirrors(self) -> list[Path]:
         return [Path(p) for p in self.mirror_dirs.split(":") if p.strip()]
