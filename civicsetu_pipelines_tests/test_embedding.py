@@ -135,12 +135,17 @@ def test_long_text_is_windowed_without_truncation(embedder: Embedder) -> None:
     assert float(np.abs(windowed[0] - windowed[1]).max()) > 1e-3
 
 
+def _copied_model(packaged_models_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of the extracted model (models dir, weights file) to damage."""
+    models = tmp_path / "models"
+    shutil.copytree(packaged_models_dir / PACKAGED_MODEL_DIR, models / PACKAGED_MODEL_DIR)
+    return models, models / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS
+
+
 def test_corrupt_weights_fail_with_a_checksum_error(
     tmp_path: Path, packaged_models_dir: Path
 ) -> None:
-    models = tmp_path / "models"
-    shutil.copytree(packaged_models_dir / PACKAGED_MODEL_DIR, models / PACKAGED_MODEL_DIR)
-    weights = models / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS
+    models, weights = _copied_model(packaged_models_dir, tmp_path)
     with weights.open("r+b") as handle:
         handle.seek(weights.stat().st_size // 2)
         byte = handle.read(1)
@@ -237,9 +242,7 @@ def test_worker_process_reports_a_bad_model_with_its_type(
 ) -> None:
     from civicsetu_pipelines.embedding import ModelWorker
 
-    models = tmp_path / "models"
-    shutil.copytree(packaged_models_dir / PACKAGED_MODEL_DIR, models / PACKAGED_MODEL_DIR)
-    weights = models / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS
+    models, weights = _copied_model(packaged_models_dir, tmp_path)
     with weights.open("r+b") as handle:
         handle.write(b"\0" * 16)
     worker = ModelWorker(EmbeddingConfig(), models)
