@@ -12,6 +12,7 @@ windows: nothing is truncated out of the index.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import logging
@@ -269,6 +270,7 @@ class ModelWorker:
         self._process.start()
         child.close()
         self._lock = threading.Lock()
+        atexit.register(self.close)  # let the worker finish cleanly when this process exits
 
     def _call(
         self, method: str, *args: Any, progress: Callable[[int, int], None] | None = None
@@ -315,10 +317,13 @@ class ModelWorker:
         return np.asarray(self._call("embed_query", text), dtype=np.float32)
 
     def close(self) -> None:
-        self._conn.close()
+        """Stop the worker (it exits when its pipe closes). Idempotent."""
+        if not self._conn.closed:
+            self._conn.close()
         self._process.join(timeout=5)
         if self._process.is_alive():
             self._process.terminate()
+            self._process.join(timeout=5)
 
 
 def _serve(conn: Any, config: EmbeddingConfig, models_dir: str) -> None:
