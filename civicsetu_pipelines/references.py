@@ -1,0 +1,317 @@
+"""Cross-references in Indian statutes and rules: extraction and resolution.
+
+Pure domain code (no Dagster). :func:`extract_references` finds the reference forms used in the
+RERA Act and the state rules, with character offsets and the quoted phrase as evidence:
+
+* ``section 18``, ``section 18(2)``, ``s. 18``, ``section 4A``, ``sections 12, 14 and 18``,
+  ``sections 12 to 14``;
+* chains: ``sub-section (2) of section 4``, ``clause (b) of sub-section (1) of section 9``,
+  ``sub-clause (i) of clause (zk) of section 2``, ``the proviso to section 18``;
+* ``rule 3``, ``sub-rule (2) of rule 5``, ``rules 3 and 4``;
+* ``Form A`` / ``Form 'A'``;
+* ``this Act`` / ``the Act`` and ``these rules``;
+* other enactments (``section 300 of the Code of Criminal Procedure, 1973``, ``the Companies
+  Act, 2013``, ``the Indian Penal Code``): recorded as external, never as a RERA section.
+
+:func:`resolve` maps a reference to the finest unit that exists (sub-section if the document
+has it, else the section) through a :class:`UnitIndex` built from the chunks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+_NUM = r"\d{1,3}[A-Z]{0,2}"
+_SUB = r"\(\s*\d{1,3}[A-Z]?\s*\)"
+_CLAUSE = r"\(\s*[a-z]{1,2}\s*\)"
+_SUBCLAUSE = r"\(\s*[ivxl]{1,6}\s*\)"
+_AND = r"\s*(?:,|and|or|,\s*and|,\s*or)\s*"
+
+# "clause (b) of sub-section (1) of section 9", "sub-rule (2) of rule 5", "section 18(2)(a)"
+_CHAIN = re.compile(
+    rf"""
+    (?P<proviso>(?:the\s+)?(?:first\s+|second\s+|third\s+)?proviso\s+to\s+)?
+    (?:
+      (?:sub-clause|sub\s*clause)s?\s+(?P<subclause>{_SUBCLAUSE}(?:{_AND}{_SUBCLAUSE})*)\s+of\s+
+    )?
+    (?:
+      clauses?\s+(?P<clause>{_CLAUSE}(?:{_AND}{_CLAUSE})*)\s+of\s+
+    )?
+    (?:
+      (?P<subkind>sub-section|sub-sections|sub\s*section|sub\s*sections|sub-rule|sub-rules|sub\s*rule|sub\s*rules)
+      \s+(?P<sub>{_SUB}(?:{_AND}{_SUB})*)\s+of\s+
+    )?
+    (?P<kind>sections?|s\.|rules?|regulations?)\s*
+    (?P<numbers>{_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?(?:\s*{_SUBCLAUSE})?
+       (?:(?:{_AND}|\s+to\s+){_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?)*)
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_FORM = re.compile(r"\bForm\s*[-–]?\s*['‘’\"]?(?P<form>[A-Z]{1,2}|\d{1,2})['‘’\"]?(?![a-z])")
+_SELF_ACT = re.compile(r"\b(?:this|the\s+said|the)\s+Act\b(?!\s*,\s*\d{4})", re.IGNORECASE)
+_SELF_RULES = re.compile(r"\b(?:these|the\s+said)\s+rules\b", re.IGNORECASE)
+# "of the Code of Criminal Procedure, 1973", "of the Companies Act, 2013", "Indian Penal Code"
+# "of the Code of Criminal Procedure, 1973", "of the Indian Penal Code" (not "of the Act")
+_EXTERNAL_AFTER = re.compile(
+    r"^\s*of\s+the\s+(?!Act\b|said\s+Act\b|Real\s+Estate\b)"
+    r"(?P<name>[A-Z][A-Za-z.()&' -]{2,80}?(?:Act|Code|Procedure|Ordinance))"
+    r"(?:,?\s*(?P<year>1[89]\d{2}|20\d{2}))?"
+)
+_OF_THIS_ACT = re.compile(r"^\s*of\s+(?:this|the)\s+(?:Act|said\s+Act)\b", re.IGNORECASE)
+_OF_RERA = re.compile(
+    r"^\s*of\s+the\s+Real\s+Estate\s*\(Regulation\s+and\s+Development\)\s+Act", re.IGNORECASE
+)
+_KNOWN_EXTERNAL = re.compile(
+    r"\b(?:Indian\s+Penal\s+Code|Code\s+of\s+Civil\s+Procedure|Code\s+of\s+Criminal\s+Procedure"
+    r"|Companies\s+Act|Consumer\s+Protection\s+Act|Indian\s+Contract\s+Act|Registration\s+Act"
+    r"|Transfer\s+of\s+Property\s+Act|Architects\s+Act|Limitation\s+Act|Arbitration\s+and"
+    r"\s+Conciliation\s+Act|Income[- ]tax\s+Act|Right\s+to\s+Information\s+Act)"
+    r"(?:,?\s*(?:1[89]\d{2}|20\d{2}))?",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference as written: what it points to and the evidence for it."""
+
+    kind: str  # section | rule | regulation | form | this_act | these_rules | external
+    number: str | None  # "18", "4A", "A" (form); None for this_act / these_rules / external
+    path: tuple[str, ...] = ()  # ("(2)", "(a)") below the number
+    proviso: bool = False
+    external: str | None = None  # the other enactment's name, for kind "external"
+    start: int = 0
+    end: int = 0
+    phrase: str = ""
+
+    @property
+    def label(self) -> str | None:
+        """The label of the unit referred to, e.g. ``Section 18(2)``."""
+        if self.number is None:
+            return None
+        word = {"section": "Section", "rule": "Rule", "regulation": "Regulation",
+                "form": "Form"}[self.kind]  # fmt: skip
+        return f"{word} {self.number}{''.join(self.path)}"
+
+
+def _tokens(text: str | None, pattern: str) -> list[str]:
+    return [re.sub(r"\s+", "", t) for t in re.findall(pattern, text or "")]
+
+
+def _expand(numbers: str) -> list[tuple[str, tuple[str, ...]]]:
+    """``12, 14 and 18`` / ``12 to 14`` / ``18(2)(a)`` into (number, path) items."""
+    items: list[tuple[str, tuple[str, ...]]] = []
+    parts = re.split(r"(\s+to\s+|" + _AND + r")", numbers)
+    pending_range = False
+    for part in parts:
+        if not part or not part.strip():
+            continue
+        if re.fullmatch(r"\s+to\s+", part):
+            pending_range = True
+            continue
+        if re.fullmatch(_AND, part):
+            continue
+        match = re.match(rf"\s*({_NUM})\s*(.*)$", part)
+        if not match:
+            continue
+        number, rest = match.group(1), match.group(2)
+        path = tuple(re.sub(r"\s+", "", p) for p in re.findall(r"\([^)]*\)", rest))
+        if pending_range and items and items[-1][0].isdigit() and number.isdigit():
+            low, high = int(items[-1][0]), int(number)
+            if 0 < high - low <= 50:
+                items.extend((str(n), ()) for n in range(low + 1, high + 1))
+            pending_range = False
+            continue
+        pending_range = False
+        items.append((number, path))
+    return items
+
+
+def extract_references(text: str) -> list[Reference]:
+    """Every reference in ``text``, in order of appearance."""
+    refs: list[Reference] = []
+    taken: list[tuple[int, int]] = []
+    for match in _CHAIN.finditer(text):
+        kind_word = match.group("kind").lower()
+        kind = (
+            "section" if kind_word.startswith("s") and not kind_word.startswith("sub")
+            else "rule" if kind_word.startswith("rule") else "regulation"
+        )  # fmt: skip
+        after = text[match.end() : match.end() + 120]
+        external = None
+        ext = _EXTERNAL_AFTER.match(after)
+        span_end = match.end()
+        if ext and not _OF_RERA.match(after) and not _OF_THIS_ACT.match(after):
+            name = re.sub(r"\s+", " ", ext.group("name")).strip()
+            external = f"{name}, {ext.group('year')}" if ext.group("year") else name
+            span_end = match.end() + ext.end()
+        subs = _tokens(match.group("sub"), _SUB)
+        clauses = _tokens(match.group("clause"), _CLAUSE)
+        subclauses = _tokens(match.group("subclause"), _SUBCLAUSE)
+        phrase = text[match.start() : match.end()].strip()
+        for number, inline in _expand(match.group("numbers")):
+            paths = _combine(inline, subs, clauses, subclauses)
+            for path in paths:
+                refs.append(
+                    Reference(
+                        kind="external" if external else kind,
+                        number=None if external else number,
+                        path=() if external else path,
+                        proviso=bool(match.group("proviso")),
+                        external=f"{kind} {number} of {external}" if external else None,
+                        start=match.start(),
+                        end=match.end(),
+                        phrase=phrase,
+                    )
+                )
+        taken.append((match.start(), span_end))
+    for match in _FORM.finditer(text):
+        refs.append(
+            Reference(
+                "form",
+                match.group("form"),
+                start=match.start(),
+                end=match.end(),
+                phrase=match.group(0),
+            )  # fmt: skip
+        )
+    for match in _KNOWN_EXTERNAL.finditer(text):
+        if any(s <= match.start() < e for s, e in taken):
+            continue
+        name = re.sub(r"\s+", " ", match.group(0)).strip()
+        refs.append(
+            Reference(
+                "external", None, external=name, start=match.start(), end=match.end(), phrase=name
+            )  # fmt: skip
+        )
+    for pattern, kind in ((_SELF_ACT, "this_act"), (_SELF_RULES, "these_rules")):
+        for match in pattern.finditer(text):
+            if any(s <= match.start() < e for s, e in taken):
+                continue
+            refs.append(Reference(kind, None, start=match.start(), end=match.end(),
+                                  phrase=match.group(0)))  # fmt: skip
+    refs.sort(key=lambda r: (r.start, r.kind))
+    return refs
+
+
+def _combine(
+    inline: tuple[str, ...], subs: list[str], clauses: list[str], subclauses: list[str]
+) -> list[tuple[str, ...]]:
+    """Paths below the number: inline ``18(2)(a)`` or the chain's sub-sections and clauses."""
+    if inline:
+        return [inline]
+    paths: list[tuple[str, ...]] = [()]
+    for level in (subs, clauses, subclauses):
+        if level:
+            paths = [(*p, item) for p in paths for item in level]
+    return paths
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolution
+
+
+@dataclass
+class UnitIndex:
+    """Which labelled units exist in a document, and the chunk ids that hold them."""
+
+    by_label: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[tuple[str, str]]) -> UnitIndex:
+        """From (label, chunk id) pairs; a range label ``Section 2(b)-(d)`` covers b, c, d."""
+        index = cls()
+        for label, chunk_id in chunks:
+            for covered in _covered_labels(label):
+                index.by_label.setdefault(covered, chunk_id)
+        return index
+
+    def finest(self, label: str) -> tuple[str, str] | None:
+        """The most specific existing label at or above ``label``, with its chunk id."""
+        current = label
+        while True:
+            if current in self.by_label:
+                return current, self.by_label[current]
+            shorter = re.sub(r"\([^()]*\)$", "", current)
+            if shorter == current:
+                return None
+            current = shorter
+
+
+def _covered_labels(label: str) -> list[str]:
+    match = re.fullmatch(r"(?P<base>.*?)\((?P<first>[^()]+)\)-\((?P<last>[^()]+)\)", label)
+    if not match:
+        return [label]
+    base, first, last = match.group("base"), match.group("first"), match.group("last")
+    sequence = _sequence(first, last)
+    return [f"{base}({item})" for item in sequence] if sequence else [label]
+
+
+def _sequence(first: str, last: str) -> list[str]:
+    if first.isdigit() and last.isdigit():
+        return [str(n) for n in range(int(first), int(last) + 1)]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    order = [*letters, *("z" + ch for ch in letters)]
+    if first in order and last in order and order.index(first) <= order.index(last):
+        return order[order.index(first) : order.index(last) + 1]
+    return []
+
+
+@dataclass(frozen=True)
+class Resolution:
+    reference: Reference
+    target_document: str | None
+    target_label: str | None
+    target_chunk: str | None
+
+    @property
+    def resolved(self) -> bool:
+        return self.target_chunk is not None
+
+
+def resolve(
+    reference: Reference,
+    *,
+    document_key: str,
+    doc_type: str,
+    act_key: str,
+    indexes: dict[str, UnitIndex],
+) -> Resolution | None:
+    """Resolve an internal reference; None for kinds that name no unit (external, this Act)."""
+    if reference.kind in {"external", "this_act", "these_rules"} or reference.label is None:
+        return None
+    # In rules, "section N" is the RERA Act's section N (another Act would have been named).
+    target = act_key if reference.kind == "section" and doc_type != "act" else document_key
+    index = indexes.get(target)
+    found = index.finest(reference.label) if index else None
+    return Resolution(
+        reference,
+        target,
+        found[0] if found else reference.label,
+        found[1] if found else None,
+    )
+
+
+_DERIVATION = re.compile(
+    r"(?:for\s+the\s+purposes?\s+of|under|in\s+pursuance\s+of|as\s+required\s+(?:by|under)"
+    r"|referred\s+to\s+in|as\s+specified\s+(?:in|under)|in\s+accordance\s+with)\s+",
+    re.IGNORECASE,
+)
+
+
+def derivation(text: str) -> Reference | None:
+    """The Act section a rule implements, from its own words: the first reference to an Act
+    section introduced by "For the purpose of", "under", "referred to in" and the like."""
+    for ref in extract_references(text):
+        if ref.kind != "section":
+            continue
+        lead = text[max(0, ref.start - 60) : ref.start]
+        if _DERIVATION.search(lead[-40:]) or re.search(r"(?:purposes?\s+of|under)\s*$", lead):
+            return ref
+    return None
+
+
+def internal_references(refs: Sequence[Reference]) -> list[Reference]:
+    return [r for r in refs if r.kind in {"section", "rule", "regulation", "form"}]

@@ -1,0 +1,122 @@
+"""Reference extraction and resolution (issue 4, first part): the forms used in Indian statutes
+and rules, external enactments, finest-unit resolution and rule-to-Act derivation phrases."""
+
+from __future__ import annotations
+
+import pytest
+
+from civicsetu_pipelines.references import (
+    UnitIndex,
+    derivation,
+    extract_references,
+    resolve,
+)
+
+
+def refs(text: str) -> list[tuple[str, str | None]]:
+    return [(r.kind, r.label or r.external) for r in extract_references(text)]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("as provided in section 18", [("section", "Section 18")]),
+        ("under sub-section (2) of section 4", [("section", "Section 4(2)")]),
+        ("clause (b) of sub-section (1) of section 9", [("section", "Section 9(1)(b)")]),
+        ("sub-clause (i) of clause (zk) of section 2", [("section", "Section 2(zk)(i)")]),
+        (
+            "sections 12, 14 and 18",
+            [("section", "Section 12"), ("section", "Section 14"), ("section", "Section 18")],
+        ),
+        (
+            "sections 12 to 14",
+            [("section", "Section 12"), ("section", "Section 13"), ("section", "Section 14")],
+        ),
+        ("section 4A", [("section", "Section 4A")]),
+        ("section 18(2)", [("section", "Section 18(2)")]),
+        ("rule 3", [("rule", "Rule 3")]),
+        ("sub-rule (2) of rule 5", [("rule", "Rule 5(2)")]),
+        (
+            "sub-sections (1) and (2) of section 4",
+            [("section", "Section 4(1)"), ("section", "Section 4(2)")],
+        ),
+        ("as per Form 'A' in triplicate", [("form", "Form A")]),
+        ("in these rules", [("these_rules", None)]),
+        ("the provisions of this Act", [("this_act", None)]),
+    ],
+)
+def test_reference_forms(text: str, expected: list[tuple[str, str | None]]) -> None:
+    assert refs(text) == expected
+
+
+def test_proviso_is_marked() -> None:
+    (ref,) = extract_references("the proviso to section 18")
+    assert ref.kind == "section" and ref.label == "Section 18" and ref.proviso
+
+
+def test_evidence_offsets_quote_the_phrase() -> None:
+    text = "The promoter shall, under sub-section (2) of section 4, enclose the documents."
+    (ref,) = extract_references(text)
+    assert text[ref.start : ref.end] == ref.phrase == "sub-section (2) of section 4"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        (
+            "within the meaning of section 300 of the Code of Criminal Procedure, 1973",
+            "section 300 of Code of Criminal Procedure, 1973",
+        ),
+        (
+            "punishable under section 420 of the Indian Penal Code",
+            "section 420 of Indian Penal Code",
+        ),
+        ("a company registered under the Companies Act, 2013", "Companies Act, 2013"),
+        ("under the Consumer Protection Act, 1986", "Consumer Protection Act, 1986"),
+    ],
+)
+def test_other_enactments_are_external_never_rera_sections(text: str, name: str) -> None:
+    found = extract_references(text)
+    assert [r.kind for r in found] == ["external"]
+    assert found[0].external == name
+    assert found[0].number is None
+
+
+def test_section_of_this_act_or_rera_stays_internal() -> None:
+    assert refs("section 71 of the Act")[0] == ("section", "Section 71")
+    text = "section 2 of the Real Estate (Regulation and Development) Act, 2016"
+    assert refs(text)[0] == ("section", "Section 2")
+
+
+def test_resolution_goes_to_the_finest_existing_unit() -> None:
+    act = UnitIndex.from_chunks(
+        [("Section 13", "s13"), ("Section 13(2)", "s13-2"), ("Section 2(b)-(d)", "s2bd")]
+    )
+    rules = UnitIndex.from_chunks([("Rule 9", "r9"), ("Form A", "fa")])
+    indexes = {"act": act, "rules": rules}
+
+    def target(text: str) -> tuple[str | None, str | None, str | None]:
+        (ref,) = extract_references(text)
+        res = resolve(ref, document_key="rules", doc_type="rules", act_key="act", indexes=indexes)
+        assert res is not None
+        return res.target_document, res.target_label, res.target_chunk
+
+    # In rules, "section N" is the Act's section N; "rule N" and forms are the rules' own.
+    assert target("sub-section (2) of section 13") == ("act", "Section 13(2)", "s13-2")
+    assert target("clause (a) of sub-section (1) of section 13") == ("act", "Section 13", "s13")
+    assert target("clause (c) of section 2") == ("act", "Section 2(c)", "s2bd")  # range label
+    assert target("sub-rule (3) of rule 9") == ("rules", "Rule 9", "r9")
+    assert target("Form 'A'") == ("rules", "Form A", "fa")
+    assert target("section 99") == ("act", "Section 99", None)  # unresolved, kept as evidence
+
+
+def test_derivation_from_the_rules_own_words() -> None:
+    text = (
+        "9. Agreement for sale.- For the purpose of sub-section (2) of section 13, the agreement "
+        "for sale shall be as per Annexure A."
+    )
+    found = derivation(text)
+    assert found is not None and found.label == "Section 13(2)"
+    found = derivation("25. Appeal.- An appeal under sub-section (1) of section 44 shall be filed")
+    assert found is not None and found.label == "Section 44(1)"
+    assert derivation("2. Definitions.- In these rules, unless the context requires,-") is None
