@@ -19,6 +19,8 @@ app = typer.Typer(
 )
 db_app = typer.Typer(help="The embedded Postgres (or the external one in CIVICSETU_DATABASE_URL).")
 app.add_typer(db_app, name="db")
+graph_app = typer.Typer(help="The legal graph: cross-references and rule-to-Act derivation.")
+app.add_typer(graph_app, name="graph")
 console = Console(stderr=True)
 out = Console(width=max(Console().width, 120))
 
@@ -281,6 +283,75 @@ def sections(
         table.add_column(column)
     for r in rows:
         table.add_row(r["label"], r["title"], str(r["page_start"]))
+    out.print(table)
+
+
+def _connect_store() -> Any:
+    from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+
+    url = resolve_database_url(Settings.from_env())
+    apply_migrations(url)
+    return connect(url)
+
+
+@graph_app.command("stats")
+def graph_stats_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Edges by type and jurisdiction."""
+    from civicsetu_pipelines.graph import graph_stats
+
+    with _connect_store() as conn:
+        rows = graph_stats(conn)
+    if as_json:
+        _print_json({"edges": rows})
+        return
+    table = Table(title="Graph edges")
+    for column in ("jurisdiction", "edge_type", "edges"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(row["jurisdiction"], row["edge_type"], str(row["edges"]))
+    out.print(table)
+
+
+@graph_app.command("neighbours")
+def graph_neighbours(
+    label: Annotated[str, typer.Argument(help='A unit label, e.g. "Rule 9" or "Section 13"')],
+    jurisdiction: Annotated[str, typer.Option("--jurisdiction", "-j")],
+    document: Annotated[str | None, typer.Option("--document", "-d")] = None,
+    depth: Annotated[int, typer.Option(min=1, max=2)] = 1,
+    direction: Annotated[str, typer.Option(help="out, in or both")] = "both",
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Edges around a unit (REFERENCES and DERIVED_FROM, depth 1 or 2)."""
+    from civicsetu_pipelines.graph import neighbours
+
+    with _connect_store() as conn:
+        query = (
+            "SELECT chunk_id::text, document_key FROM legal_chunks WHERE status = 'current' "
+            "AND jurisdiction = %s AND label = %s"
+        )
+        params: list[Any] = [jurisdiction.upper(), label]
+        if document:
+            query += " AND document_key = %s"
+            params.append(document)
+        matches = conn.execute(query, params).fetchall()
+        if len(matches) != 1:
+            found = sorted({m[1] for m in matches})
+            console.print(
+                f"[red]{label!r} in {jurisdiction.upper()}: "
+                + (f"in several documents {found}; pass --document" if found else "not found")
+                + "[/red]"
+            )
+            raise typer.Exit(2)
+        rows = neighbours(conn, matches[0][0], depth=depth, direction=direction)
+    if as_json:
+        _print_json({"label": label, "document": matches[0][1], "edges": rows})
+        return
+    table = Table(title=f"{label} ({matches[0][1]})")
+    for column in ("edge_type", "source_label", "target_label", "evidence_phrase", "depth"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(str(row[c]) for c in ("edge_type", "source_label", "target_label",
+                                              "evidence_phrase", "depth")))  # fmt: skip
     out.print(table)
 
 

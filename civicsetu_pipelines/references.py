@@ -32,22 +32,22 @@ _AND = r"\s*(?:,|and|or|,\s*and|,\s*or)\s*"
 # "clause (b) of sub-section (1) of section 9", "sub-rule (2) of rule 5", "section 18(2)(a)"
 _CHAIN = re.compile(
     rf"""
-    (?P<proviso>(?:the\s+)?(?:first\s+|second\s+|third\s+)?proviso\s+to\s+)?
+    (?P<proviso>(?i:(?:the\s+)?(?:first\s+|second\s+|third\s+)?proviso\s+to\s+))?
     (?:
-      (?:sub-clause|sub\s*clause)s?\s+(?P<subclause>{_SUBCLAUSE}(?:{_AND}{_SUBCLAUSE})*)\s+of\s+
+      (?i:sub-clause|sub\s*clause)s?\s+(?P<subclause>{_SUBCLAUSE}(?:{_AND}{_SUBCLAUSE})*)\s+of\s+
     )?
     (?:
-      clauses?\s+(?P<clause>{_CLAUSE}(?:{_AND}{_CLAUSE})*)\s+of\s+
+      (?i:clauses?)\s+(?P<clause>{_CLAUSE}(?:{_AND}{_CLAUSE})*)\s+of\s+
     )?
     (?:
-      (?P<subkind>sub-section|sub-sections|sub\s*section|sub\s*sections|sub-rule|sub-rules|sub\s*rule|sub\s*rules)
+      (?P<subkind>(?i:sub-sections?|sub\s*sections?|sub-rules?|sub\s*rules?))
       \s+(?P<sub>{_SUB}(?:{_AND}{_SUB})*)\s+of\s+
     )?
-    (?P<kind>sections?|s\.|rules?|regulations?)\s*
+    (?P<kind>(?i:sections?|s\.|rules?)|regulations?)\s*  # "Regulation" capitalized is a name
     (?P<numbers>{_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?(?:\s*{_SUBCLAUSE})?
        (?:(?:{_AND}|\s+to\s+){_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?)*)
     """,
-    re.VERBOSE | re.IGNORECASE,
+    re.VERBOSE,
 )
 _FORM = re.compile(r"\bForm\s*[-–]?\s*['‘’\"]?(?P<form>[A-Z]{1,2}|\d{1,2})['‘’\"]?(?![a-z])")
 _SELF_ACT = re.compile(r"\b(?:this|the\s+said|the)\s+Act\b(?!\s*,\s*\d{4})", re.IGNORECASE)
@@ -56,7 +56,7 @@ _SELF_RULES = re.compile(r"\b(?:these|the\s+said)\s+rules\b", re.IGNORECASE)
 # "of the Code of Criminal Procedure, 1973", "of the Indian Penal Code" (not "of the Act")
 _EXTERNAL_AFTER = re.compile(
     r"^\s*of\s+the\s+(?!Act\b|said\s+Act\b|Real\s+Estate\b)"
-    r"(?P<name>[A-Z][A-Za-z.()&' -]{2,80}?(?:Act|Code|Procedure|Ordinance))"
+    r"(?P<name>[A-Z][A-Za-z.()&'\s-]{2,80}?(?:Act|Code|Procedure|Ordinance))"
     r"(?:,?\s*(?P<year>1[89]\d{2}|20\d{2}))?"
 )
 _OF_THIS_ACT = re.compile(r"^\s*of\s+(?:this|the)\s+(?:Act|said\s+Act)\b", re.IGNORECASE)

@@ -127,3 +127,24 @@ def test_stats_json_reports_the_store(
     assert central["superseded_rows"] == 0
     assert central["dimension"] == 384
     assert central["model_id"].startswith("sentence-transformers/all-MiniLM-L6-v2")
+
+
+def test_graph_stats_and_neighbours(
+    materialized: subprocess.CompletedProcess[str], cli_env: dict[str, str]
+) -> None:
+    stats = _run(["graph", "stats", "--json"], cli_env)
+    assert stats.returncode == 0, stats.stderr
+    edges = {
+        (e["jurisdiction"], e["edge_type"]): e["edges"] for e in json.loads(stats.stdout)["edges"]
+    }
+    assert edges[("CENTRAL", "HAS_PART")] > 92
+    assert edges[("CENTRAL", "REFERENCES")] > 100
+    near = _run(
+        ["graph", "neighbours", "Section 18", "-j", "CENTRAL", "-d", "rera_act_2016", "--json"],
+        cli_env,
+    )
+    assert near.returncode == 0, near.stderr
+    rows = json.loads(near.stdout)["edges"]
+    assert rows and all(r["edge_type"] in {"REFERENCES", "DERIVED_FROM"} for r in rows)
+    missing = _run(["graph", "neighbours", "Section 999", "-j", "CENTRAL"], cli_env)
+    assert missing.returncode == 2 and "not found" in missing.stderr

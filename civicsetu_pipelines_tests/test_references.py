@@ -120,3 +120,16 @@ def test_derivation_from_the_rules_own_words() -> None:
     found = derivation("25. Appeal.- An appeal under sub-section (1) of section 44 shall be filed")
     assert found is not None and found.label == "Section 44(1)"
     assert derivation("2. Definitions.- In these rules, unless the context requires,-") is None
+
+
+def test_capitalized_regulation_in_a_title_is_no_reference() -> None:
+    # A margin label interleaved with the text: "(Regulation and Development)" is a name.
+    assert refs("conferred by section\n(Regulation 84 of the Real Estate") == []
+    assert refs("under regulation 5") == [("regulation", "Regulation 5")]
+
+
+def test_a_list_of_sections_of_another_act_across_a_line_break_is_external() -> None:
+    text = "subject to sections 123 and 124 of the Indian\nEvidence Act, 1872 (1 of 1872)"
+    found = extract_references(text)
+    assert [r.kind for r in found] == ["external", "external"]
+    assert found[0].external == "section 123 of Indian Evidence Act, 1872"
