@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -112,8 +113,13 @@ def materialize(
         raise typer.Exit(2)
     from civicsetu_pipelines.runs import run_partitions
 
+    @functools.cache
+    def stored() -> frozenset[str]:
+        """Jurisdictions with current rows in the store (read once, on first need)."""
+        return frozenset(r["jurisdiction"] for r in _read_stats()[1] if r["current_rows"])
+
     def has_rows(name: str) -> bool:
-        return any(r["jurisdiction"] == name and r["current_rows"] for r in _read_stats()[1])
+        return name in stored()
 
     total = len(wanted)
     with dg.DagsterInstance.get() as instance, console.status("checking inputs ...") as status:

@@ -10,6 +10,7 @@ fingerprint and the run always happens: the conditional GET decides there.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -23,6 +24,7 @@ FINGERPRINT_TAG = "civicsetu/fingerprint"
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+@functools.cache
 def code_hash() -> str:
     """sha256 over the package's Python sources, SQL migrations and registry data."""
     digest = hashlib.sha256()

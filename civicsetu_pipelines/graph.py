@@ -106,7 +106,7 @@ def build_edges(
                     )
                     continue
                 res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key,
-                              indexes=dict(indexes))  # fmt: skip
+                              indexes=indexes)  # fmt: skip
                 if res is None:
                     continue
                 build.internal[key] += 1
@@ -145,7 +145,7 @@ def build_edges(
                 if derived is None:
                     continue
                 res = resolve(derived, document_key=key, doc_type=doc_type, act_key=act_key,
-                              indexes=dict(indexes))  # fmt: skip
+                              indexes=indexes)  # fmt: skip
                 if res is not None and res.resolved:
                     build.edges.append(
                         Edge(

@@ -20,7 +20,7 @@ has it, else the section) through a :class:`UnitIndex` built from the chunks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 _NUM = r"\d{1,3}[A-Z]{0,2}"
@@ -277,7 +277,7 @@ def resolve(
     document_key: str,
     doc_type: str,
     act_key: str,
-    indexes: dict[str, UnitIndex],
+    indexes: Mapping[str, UnitIndex],
 ) -> Resolution | None:
     """Resolve an internal reference; None for kinds that name no unit (external, this Act)."""
     if reference.kind in {"external", "this_act", "these_rules"} or reference.label is None:

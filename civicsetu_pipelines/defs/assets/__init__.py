@@ -1,0 +1,3 @@
+"""Asset modules; what they share."""
+
+OWNERS = ["team:civicsetu-data"]

@@ -5,6 +5,7 @@ from collections import Counter
 import dagster as dg
 import pandas as pd
 
+from civicsetu_pipelines.defs.assets import OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import PostgresResource
 from civicsetu_pipelines.graph import build_edges, replace_edges
@@ -18,7 +19,7 @@ UNRESOLVED_LIMIT = 0.05
     partitions_def=jurisdiction_partitions,
     group_name="out",
     kinds={"postgres"},
-    owners=["team:civicsetu-data"],
+    owners=OWNERS,
     deps=["legal_chunks"],
     check_specs=[
         dg.AssetCheckSpec(

@@ -12,14 +12,13 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from civicsetu_pipelines.defs.assets import OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
 from civicsetu_pipelines.ingest import chunk_rows, fetch_rows, page_records, parse_rows_cached
 from civicsetu_pipelines.pdf_pages import PdfError
 from civicsetu_pipelines.quality import CHUNKS, DOCUMENTS, PAGES, TableSchema, validate
 from civicsetu_pipelines.registry import DocumentSpec, load_registry
-
-OWNERS = ["team:civicsetu-data"]
 
 
 def _specs(jurisdiction: str) -> list[DocumentSpec]:
@@ -171,15 +170,15 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
             )
     frame = pd.DataFrame(rows)
     ok = frame[frame["error"].isna()] if not frame.empty else frame
-    flags = ok["flags"].map(json.loads) if not ok.empty else pd.Series(dtype=object)
-    needs_ocr = int(flags.map(lambda f: "needs_ocr" in f).sum()) if not ok.empty else 0
+    flags = [set(json.loads(f)) for f in ok["flags"]] if not ok.empty else []
+    needs_ocr = sum("needs_ocr" in f for f in flags)
     yield dg.Output(
         frame,
         metadata={
             "pages": len(ok),
-            "ocr_pages": int(flags.map(lambda f: "ocr" in f).sum()) if not ok.empty else 0,
+            "ocr_pages": sum("ocr" in f for f in flags),
             "needs_ocr_pages": needs_ocr,
-            "garbled_pages": int(flags.map(lambda f: "garbled" in f).sum()) if not ok.empty else 0,
+            "garbled_pages": sum("garbled" in f for f in flags),
             "failed_documents": dg.MetadataValue.json(errors),
             "sample": _markdown(ok, ["document_key", "page", "method", "text"]),
         },

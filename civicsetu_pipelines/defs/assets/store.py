@@ -11,6 +11,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from civicsetu_pipelines.defs.assets import OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
 from civicsetu_pipelines.embedding import document_text, text_sha256
@@ -31,7 +32,6 @@ from civicsetu_pipelines.store import (
     store_setting,
 )
 
-OWNERS = ["team:civicsetu-data"]
 EMBEDDING_TAGS = {"civicsetu/embedding": "true"}
 
 
