@@ -59,6 +59,10 @@ _EXTERNAL_AFTER = re.compile(
     r"(?P<name>[A-Z][A-Za-z.()&'\s-]{2,80}?(?:Act|Code|Procedure|Ordinance))"
     r"(?:,?\s*(?P<year>1[89]\d{2}|20\d{2}))?"
 )
+# Words that may stand between a reference and the enactment it belongs to.
+_BRIDGE = re.compile(
+    r"^\s*(?:for\s+the\s+purposes?\s+of\s+section\s+\d{1,3}[A-Z]?|and\s+Chapter\s+[IVXLC]+[A-Z]?)(?=\s)"
+)
 _OF_THIS_ACT = re.compile(r"^\s*of\s+(?:this|the)\s+(?:Act|said\s+Act)\b", re.IGNORECASE)
 _OF_RERA = re.compile(
     r"^\s*of\s+the\s+Real\s+Estate\s*\(Regulation\s+and\s+Development\)\s+Act", re.IGNORECASE
@@ -141,12 +145,15 @@ def extract_references(text: str) -> list[Reference]:
         )  # fmt: skip
         after = text[match.end() : match.end() + 120]
         external = None
-        ext = _EXTERNAL_AFTER.match(after)
+        bridge = _BRIDGE.match(after)  # "... 228 for the purposes of section 196 of the IPC"
+        ext = _EXTERNAL_AFTER.match(after[bridge.end() :] if bridge else after)
+        if ext and bridge and _OF_THIS_ACT.match(after[bridge.end() :]):
+            ext = None
         span_end = match.end()
         if ext and not _OF_RERA.match(after) and not _OF_THIS_ACT.match(after):
             name = re.sub(r"\s+", " ", ext.group("name")).strip()
             external = f"{name}, {ext.group('year')}" if ext.group("year") else name
-            span_end = match.end() + ext.end()
+            span_end = match.end() + ext.end() + (bridge.end() if bridge else 0)
         subs = _tokens(match.group("sub"), _SUB)
         clauses = _tokens(match.group("clause"), _CLAUSE)
         subclauses = _tokens(match.group("subclause"), _SUBCLAUSE)
@@ -294,23 +301,57 @@ def resolve(
     )
 
 
+# Words that introduce the Act provision a rule implements: "For the purpose of sub-section (2)
+# of section 13", "under section 44", "as per section 7", "In addition to the powers specified in
+# clause (iv) of sub-section (2) of section 35", "Subject to the provisions of section 40" ...
 _DERIVATION = re.compile(
     r"(?:for\s+the\s+purposes?\s+of|under|in\s+pursuance\s+of|as\s+required\s+(?:by|under)"
-    r"|referred\s+to\s+in|as\s+specified\s+(?:in|under)|in\s+accordance\s+with)\s+",
+    r"|referred\s+to\s+in|specified\s+(?:in|under)|in\s+accordance\s+with|as\s+per"
+    r"|mentioned\s+in|provided\s+(?:in|under)|set\s+out\s+in|subject\s+to\s+the\s+provisions"
+    r"\s+of|commencement\s+of|in\s+terms\s+of)\s*$",
     re.IGNORECASE,
 )
+# Rules that frame the document rather than implement a provision.
+_FRAMING_TITLE = re.compile(r"^\s*(?:definitions?|short\s+title)\b", re.IGNORECASE)
+
+PHRASE_CONFIDENCE = 1.0  # the Act section is introduced by a derivation phrase
+MENTION_CONFIDENCE = 0.8  # the first Act section the rule's opening names, without such a phrase
 
 
-def derivation(text: str) -> Reference | None:
-    """The Act section a rule implements, from its own words: the first reference to an Act
-    section introduced by "For the purpose of", "under", "referred to in" and the like."""
-    for ref in extract_references(text):
-        if ref.kind != "section":
-            continue
-        lead = text[max(0, ref.start - 60) : ref.start]
-        if _DERIVATION.search(lead[-40:]) or re.search(r"(?:purposes?\s+of|under)\s*$", lead):
-            return ref
-    return None
+def is_framing_rule(title: str | None) -> bool:
+    """A rule that frames the document (definitions, short title) and implements no section."""
+    return bool(title and _FRAMING_TITLE.match(title))
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """The Act section(s) a rule implements, read from the rule's opening words."""
+
+    references: tuple[Reference, ...]  # one phrase may name several ("sections 12, 18 and 19")
+    confidence: float
+    basis: str  # "phrase" | "mention"
+
+
+def derivation(text: str, title: str | None = None) -> Derivation | None:
+    """The Act section a rule implements, from its own words (pass the rule's opening part).
+
+    The first reference to an Act section introduced by "For the purpose of", "under", "as per",
+    "specified in" and the like (confidence 1.0); else the first Act section the text names
+    (0.8). Every section of a list ("sections 12, 18 and 19") is returned. Definitions and
+    short-title rules derive from nothing.
+    """
+    if is_framing_rule(title):
+        return None
+    sections = [ref for ref in extract_references(text) if ref.kind == "section"]
+    if not sections:
+        return None
+    chosen, confidence, basis = sections[0], MENTION_CONFIDENCE, "mention"
+    for ref in sections:
+        if _DERIVATION.search(text[max(0, ref.start - 60) : ref.start]):
+            chosen, confidence, basis = ref, PHRASE_CONFIDENCE, "phrase"
+            break
+    same = tuple(ref for ref in sections if ref.start == chosen.start)
+    return Derivation(same, confidence, basis)
 
 
 def internal_references(refs: Sequence[Reference]) -> list[Reference]:

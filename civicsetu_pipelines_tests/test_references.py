@@ -9,6 +9,7 @@ from civicsetu_pipelines.references import (
     UnitIndex,
     derivation,
     extract_references,
+    is_framing_rule,
     resolve,
 )
 
@@ -116,10 +117,74 @@ def test_derivation_from_the_rules_own_words() -> None:
         "for sale shall be as per Annexure A."
     )
     found = derivation(text)
-    assert found is not None and found.label == "Section 13(2)"
+    assert found is not None and [r.label for r in found.references] == ["Section 13(2)"]
+    assert (found.confidence, found.basis) == (1.0, "phrase")
     found = derivation("25. Appeal.- An appeal under sub-section (1) of section 44 shall be filed")
-    assert found is not None and found.label == "Section 44(1)"
+    assert found is not None and found.references[0].label == "Section 44(1)"
     assert derivation("2. Definitions.- In these rules, unless the context requires,-") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("8. (1) Upon the revocation of registration as per section 7 the", "Section 7"),
+        ("22. (1) In addition to the powers specified in clause (iv) of sub-section (2) of "
+         "section 35, the Authority", "Section 35(2)(iv)"),
+        ("9. Subject to the provisions of sub-section (1) of section 40, the", "Section 40(1)"),
+        ("4. Upon the notification for commencement of sub-section (1) of section 3, the",
+         "Section 3(1)"),
+        ("24. (1) The Council shall make recommendation on the matters set out in sub-section (1) "
+         "of section 42.", "Section 42(1)"),
+    ],
+)  # fmt: skip
+def test_derivation_phrases(text: str, label: str) -> None:
+    found = derivation(text)
+    assert found is not None and found.references[0].label == label
+    assert found.basis == "phrase"
+
+
+def test_a_derivation_phrase_wins_over_an_earlier_mention() -> None:
+    text = "7. (1) Where registration was revoked under section 7, for the purposes of section 6"
+    found = derivation(text)
+    assert found is not None and found.references[0].label == "Section 7"  # "under" is a phrase
+    text = "6. (1) The fees of section 9 are payable. For the purposes of section 6, the promoter"
+    found = derivation(text)
+    assert found is not None and found.references[0].label == "Section 6"
+
+
+def test_derivation_by_mention_has_lower_confidence() -> None:
+    found = derivation("11. Grant.- Upon the registration of an agent, section 9 applies.")
+    assert found is not None and found.references[0].label == "Section 9"
+    assert (found.confidence, found.basis) == (0.8, "mention")
+
+
+def test_a_list_derives_from_every_section_in_it() -> None:
+    text = "16. (1) For the purpose of payment of interest under sections 12, 18 and 19 of the Act"
+    found = derivation(text)
+    assert found is not None
+    assert [r.label for r in found.references] == ["Section 12", "Section 18", "Section 19"]
+
+
+def test_framing_rules_and_other_acts_derive_from_nothing() -> None:
+    text = '(c) "Authority" means the Authority established under sub-section (1) of section 20'
+    assert derivation(text, title="Definitions") is None
+    assert derivation("1. (1) These rules may be called ...", title="Short title") is None
+    assert derivation("14. in accordance with section 44AB of the Income-tax Act, 1961") is None
+    assert is_framing_rule("Definitions") and not is_framing_rule("Agreement for sale")
+
+
+def test_sections_of_another_code_across_a_bridge_are_external() -> None:
+    text = (
+        "judicial proceedings within the meaning of sections 193, 219 and 228 for the purposes "
+        "of section 196\nof the Indian Penal Code, and a civil court for the purposes of section "
+        "195 and Chapter XXVI of the Code of Criminal Procedure, 1973, under section 18 for the "
+        "purposes of section 19 of the Act"
+    )
+    found = [(r.kind, r.label or r.external) for r in extract_references(text)]
+    assert ("external", "section 193 of Indian Penal Code") in found
+    assert ("external", "section 228 of Indian Penal Code") in found
+    assert ("external", "section 195 of Code of Criminal Procedure, 1973") in found
+    assert ("section", "Section 18") in found and ("section", "Section 19") in found
 
 
 def test_capitalized_regulation_in_a_title_is_no_reference() -> None:
