@@ -444,3 +444,71 @@ def load_registry(
             Path(p) for p in (seed_paths if seed_paths is not None else (SEED_DOCUMENTS_YAML,))
         ]
     return _combine((path, parse_registry_file(path)) for path in files)
+
+
+# -- Curated rule-to-Act derivations (data/derivations.yaml) -----------------------------------
+
+DERIVATIONS_YAML = DATA_DIR / "derivations.yaml"
+_RULE_LABEL_RE = re.compile(r"^Rule \d{1,3}[A-Z]?$")
+_SECTION_LABEL_RE = re.compile(r"^Section \d{1,3}[A-Z]?(?:\([0-9a-z]{1,3}\))*$")
+
+
+class CuratedDerivation(BaseModel):
+    """A rule whose text names no Act section, mapped by hand to the sections it implements."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    document: str
+    rule: str
+    sections: tuple[str, ...] = Field(min_length=1)
+    note: str = Field(min_length=20)
+
+    @field_validator("rule")
+    @classmethod
+    def _rule_label(cls, value: str) -> str:
+        if not _RULE_LABEL_RE.match(value):
+            raise ValueError(f"rule must look like 'Rule 12', not {value!r}")
+        return value
+
+    @field_validator("sections")
+    @classmethod
+    def _section_labels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [label for label in value if not _SECTION_LABEL_RE.match(label)]
+        if bad:
+            raise ValueError(f"sections must look like 'Section 9(6)', not {bad}")
+        return value
+
+
+def load_curated_derivations(path: Path | str = DERIVATIONS_YAML) -> tuple[CuratedDerivation, ...]:
+    """Load and validate the curated derivation table.
+
+    Documents must be in the packaged registry (default and seed files); each (document, rule)
+    appears once. Errors name the file and the entry.
+    """
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
+    except (OSError, yaml.YAMLError) as exc:
+        raise RegistryError(f"{path}: cannot read curated derivations: {exc}") from exc
+    if not isinstance(data, Mapping) or set(data) != {"schema_version", "derivations"}:
+        raise RegistryError(f"{path}: expected exactly 'schema_version' and 'derivations'")
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise RegistryError(f"{path}: schema_version {data['schema_version']!r} not supported")
+    known = set(load_registry(include_seed=True, paths=(DOCUMENTS_YAML,)).keys())
+    entries: list[CuratedDerivation] = []
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(data["derivations"] or [], start=1):
+        where = f"{path}: derivation #{index}"
+        if not isinstance(entry, Mapping):
+            raise RegistryError(f"{where} must be a mapping, got {entry!r}")
+        try:
+            item = CuratedDerivation.model_validate(dict(entry))
+        except ValidationError as exc:
+            raise RegistryError(f"{where}: {_format_validation_error(exc)}") from None
+        if item.document not in known:
+            raise RegistryError(f"{where}: unknown document {item.document!r}")
+        if (item.document, item.rule) in seen:
+            raise RegistryError(f"{where}: {item.document} {item.rule} is listed twice")
+        seen.add((item.document, item.rule))
+        entries.append(item)
+    return tuple(entries)

@@ -404,3 +404,58 @@ def test_bilingual_gazettes_ingest_exactly_the_english_half(key: str, marker: st
         # ... and every later ingested page is free of Devanagari.
         for index in rest:
             assert not _DEVANAGARI.search(doc[index].get_text()), f"Hindi on page {index + 1}"
+
+
+# -- Curated derivations (data/derivations.yaml) ------------------------------------------------
+
+
+def test_the_packaged_curated_derivations_load() -> None:
+    from civicsetu_pipelines.registry import load_curated_derivations
+
+    entries = load_curated_derivations()
+    assert len(entries) >= 30
+    assert all(e.note and e.sections for e in entries)
+    by_rule = {(e.document, e.rule): e.sections for e in entries}
+    assert by_rule[("gujarat_general_rules_2017", "Rule 14")] == ("Section 10(b)",)
+
+
+CURATED_OK = {
+    "document": "gujarat_general_rules_2017",
+    "rule": "Rule 14",
+    "sections": ["Section 10(b)"],
+    "note": "Section 10(b) books of account as may be prescribed.",
+}
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([{**CURATED_OK, "document": "nowhere_rules"}], "unknown document 'nowhere_rules'"),
+        ([{**CURATED_OK, "rule": "rule fourteen"}], "rule must look like 'Rule 12'"),
+        ([{**CURATED_OK, "sections": ["s. 10"]}], "sections must look like 'Section 9(6)'"),
+        ([{**CURATED_OK, "sections": []}], "sections"),
+        ([{**CURATED_OK, "note": "short"}], "note"),
+        ([{**CURATED_OK, "extra": 1}], "extra"),
+        ([CURATED_OK, CURATED_OK], "gujarat_general_rules_2017 Rule 14 is listed twice"),
+    ],
+)
+def test_bad_curated_derivations_name_the_file_and_entry(
+    tmp_path: Path, entries: list[dict[str, Any]], message: str
+) -> None:
+    from civicsetu_pipelines.registry import RegistryError, load_curated_derivations
+
+    path = tmp_path / "derivations.yaml"
+    path.write_text(yaml.safe_dump({"schema_version": 1, "derivations": entries}))
+    with pytest.raises(RegistryError) as info:
+        load_curated_derivations(path)
+    assert str(path) in str(info.value) and "derivation #" in str(info.value)
+    assert message in str(info.value)
+
+
+def test_curated_derivations_need_the_right_top_level(tmp_path: Path) -> None:
+    from civicsetu_pipelines.registry import RegistryError, load_curated_derivations
+
+    path = tmp_path / "derivations.yaml"
+    path.write_text("derivations: []\n")
+    with pytest.raises(RegistryError, match="schema_version"):
+        load_curated_derivations(path)
