@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -306,16 +307,53 @@ def graph_stats_command(as_json: Annotated[bool, typer.Option("--json")] = False
     from civicsetu_pipelines.graph import graph_stats
 
     with _connect_store() as conn:
-        rows = graph_stats(conn)
+        stats = graph_stats(conn)
     if as_json:
-        _print_json({"edges": rows})
+        _print_json(stats)
         return
     table = Table(title="Graph edges")
     for column in ("jurisdiction", "edge_type", "edges"):
         table.add_column(column)
-    for row in rows:
+    for row in stats["edges"]:
         table.add_row(row["jurisdiction"], row["edge_type"], str(row["edges"]))
     out.print(table)
+    table = Table(title="References and derivations by document")
+    columns = ("jurisdiction", "document_key", "internal_references", "unresolved",
+               "unresolved_rate", "rules", "rules_derived")  # fmt: skip
+    for column in columns:
+        table.add_column(column)
+    for row in stats["documents"]:
+        table.add_row(*(str(row[c]) for c in columns))
+    out.print(table)
+
+
+@graph_app.command("export")
+def graph_export_command(
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="Directory (default: reports/neo4j_import/all)")
+    ] = None,
+    jurisdiction: Annotated[
+        str | None, typer.Option("--jurisdiction", "-j", help="One jurisdiction (default: all)")
+    ] = None,
+) -> None:
+    """Write the graph as CSV for `neo4j-admin database import full`, with an import.sh."""
+    from civicsetu_pipelines.config import reports_dir
+    from civicsetu_pipelines.neo4j_graph import export_csv, read_snapshot
+
+    target = out_dir or reports_dir(Settings.from_env().state_dir) / "neo4j_import" / "all"
+    with _connect_store() as conn:
+        snapshot = read_snapshot(conn, jurisdiction)
+    if not snapshot.edges:
+        console.print("[red]The graph is empty: materialize it first (civicsetu materialize)[/red]")
+        raise typer.Exit(2)
+    files = export_csv(snapshot, target)
+    console.print(
+        f"{len(snapshot.documents)} documents, {len(snapshot.units)} units, "
+        f"{len(snapshot.edges)} edges -> {target}"
+    )
+    for name in sorted(files):
+        console.print(f"  {files[name].name}")
+    console.print(f"Load into a stopped Neo4j: cd {target} && ./import.sh")
 
 
 @graph_app.command("neighbours")

@@ -15,19 +15,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from civicsetu_pipelines.references import (
     UnitIndex,
     derivation,
     extract_references,
+    is_framing_rule,
     resolve,
 )
+from civicsetu_pipelines.registry import CuratedDerivation
 
 EDGE_FIELDS = (
     "edge_type", "source_document", "source_id", "source_label", "target_document", "target_id",
     "target_label", "evidence_chunk", "evidence_start", "evidence_end", "evidence_phrase",
-    "confidence",
+    "confidence", "basis", "note",
 )  # fmt: skip
+CURATED_CONFIDENCE = 0.9
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,8 @@ class Edge:
     evidence_end: int | None = None
     evidence_phrase: str | None = None
     confidence: float = 1.0
+    basis: str = "text"  # structure (HAS_PART) | text (the document's words) | curated
+    note: str | None = None  # why, for curated edges
 
 
 @dataclass
@@ -51,11 +57,50 @@ class GraphBuild:
     edges: list[Edge] = field(default_factory=list)
     unresolved: list[dict[str, Any]] = field(default_factory=list)
     internal: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # per document
+    rules: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # per document
+    framing: set[tuple[str, str]] = field(default_factory=set)  # (document, rule) of definitions
+    curated_problems: list[dict[str, Any]] = field(default_factory=list)
 
     def unresolved_rate(self, document_key: str) -> float:
         total = self.internal.get(document_key, 0)
         missing = sum(1 for u in self.unresolved if u["document"] == document_key)
         return missing / total if total else 0.0
+
+    def missing_targets(self) -> list[dict[str, Any]]:
+        """Each unresolved target once per document, with how often and where it is cited."""
+        grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for item in self.unresolved:
+            grouped[(item["document"], item["reference"])].append(item)
+        return [
+            {"document": doc, "target": target, "citations": len(items),
+             "cited_in": sorted({i["label"] for i in items}), "phrase": items[0]["phrase"]}
+            for (doc, target), items in sorted(grouped.items())
+        ]  # fmt: skip
+
+    def derivation_coverage(self) -> dict[str, dict[str, Any]]:
+        """Per rules document: how many of its rules derive from an Act section, over all rules
+        and over the substantive ones (not definitions or short title)."""
+        derived: dict[str, set[str]] = defaultdict(set)
+        for edge in self.edges:
+            if edge.edge_type == "DERIVED_FROM":
+                derived[edge.source_document].add(edge.source_label)
+        out = {}
+        for doc, rules in sorted(self.rules.items()):
+            done = [r for r in rules if r in derived[doc]]
+            substantive = [r for r in rules if (doc, r) not in self.framing]
+            out[doc] = {
+                "rules": len(rules),
+                "derived": len(done),
+                "share": round(len(done) / len(rules), 4) if rules else 0.0,
+                "substantive_rules": len(substantive),
+                "substantive_share": round(
+                    sum(r in derived[doc] for r in substantive) / len(substantive), 4
+                )
+                if substantive
+                else 1.0,
+                "not_derived": [r for r in rules if r not in derived[doc]],
+            }
+        return out
 
 
 def build_edges(
@@ -64,10 +109,13 @@ def build_edges(
     doc_types: Mapping[str, str],
     act_key: str,
     indexes: Mapping[str, UnitIndex],
+    curated: Sequence[CuratedDerivation] = (),
 ) -> GraphBuild:
     """Edges of one jurisdiction's chunks. ``indexes`` must hold every document referred to
-    (the jurisdiction's own and the Act's)."""
+    (the jurisdiction's own and the Act's). ``curated`` derivations apply only to rules whose
+    opening names no Act section."""
     build = GraphBuild()
+    by_rule = {(c.document, c.rule): c for c in curated}
     by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for chunk in chunks:
         by_doc[str(chunk["document_key"])].append(chunk)
@@ -81,10 +129,21 @@ def build_edges(
             if isinstance(parent, str) and parent in labels:
                 parent_label = labels[str(parent)]
                 build.edges.append(
-                    Edge("HAS_PART", key, str(parent), parent_label, key, cid, label)
+                    Edge(
+                        "HAS_PART",
+                        key,
+                        str(parent),
+                        parent_label,
+                        key,
+                        cid,
+                        label,
+                        basis="structure",
+                    )  # fmt: skip
                 )
             else:
-                build.edges.append(Edge("HAS_PART", key, key, key, key, cid, label))
+                build.edges.append(
+                    Edge("HAS_PART", key, key, key, key, cid, label, basis="structure")
+                )
             if chunk["unit"] == "rule":
                 rule_text[str(chunk["section_label"])].append(chunk)
             for ref in extract_references(str(chunk["text"])):
@@ -139,35 +198,127 @@ def build_edges(
                     )  # fmt: skip
                 )
         for rule_label, parts in rule_text.items():
-            head = parts[0]
-            for part in parts:
-                derived = derivation(str(part["text"]))
-                if derived is None:
-                    continue
-                res = resolve(derived, document_key=key, doc_type=doc_type, act_key=act_key,
-                              indexes=indexes)  # fmt: skip
-                if res is not None and res.resolved:
-                    build.edges.append(
-                        Edge(
-                            "DERIVED_FROM",
-                            key,
-                            str(head["chunk_id"]),
-                            rule_label,
-                            res.target_document,
-                            res.target_chunk,
-                            str(res.target_label),
-                            str(part["chunk_id"]),
-                            derived.start,
-                            derived.end,
-                            derived.phrase,
-                        )  # fmt: skip
-                    )
-                break
+            build.rules[key].append(rule_label)
+            if is_framing_rule(str(parts[0].get("title") or "")):
+                build.framing.add((key, rule_label))
+            derived = _derive(parts[0], key, doc_type, act_key, indexes)
+            entry = by_rule.get((key, rule_label))
+            if derived and entry:
+                build.curated_problems.append(
+                    {"document": key, "rule": rule_label, "problem": "redundant: the rule's "
+                     f"text names {derived[0].target_label}; the curated entry is ignored"}
+                )  # fmt: skip
+            build.edges.extend(derived or _curated(entry, parts[0], act_key, indexes, build))
+        for doc, rule in by_rule:
+            if doc == key and rule not in rule_text:
+                build.curated_problems.append(
+                    {"document": doc, "rule": rule, "problem": "no such rule in the document"}
+                )
     return build
 
 
-def replace_edges(conn: psycopg.Connection[Any], jurisdiction: str, edges: Iterable[Edge]) -> int:
-    """Replace a jurisdiction's edges in one transaction under its advisory lock."""
+def _derive(
+    head: Mapping[str, Any],
+    key: str,
+    doc_type: str,
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+) -> list[Edge]:
+    """DERIVED_FROM edges of a rule from its opening part's own words."""
+    found = derivation(str(head["text"]), str(head.get("title") or ""))
+    if found is None:
+        return []
+    edges = []
+    for ref in found.references:
+        res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key, indexes=indexes)
+        if res is not None and res.resolved:
+            edges.append(
+                Edge(
+                    "DERIVED_FROM",
+                    key,
+                    str(head["chunk_id"]),
+                    str(head["section_label"]),
+                    res.target_document,
+                    res.target_chunk,
+                    str(res.target_label),
+                    str(head["chunk_id"]),
+                    ref.start,
+                    ref.end,
+                    ref.phrase,
+                    found.confidence,
+                )  # fmt: skip
+            )
+    return edges
+
+
+def _curated(
+    entry: CuratedDerivation | None,
+    head: Mapping[str, Any],
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+    build: GraphBuild,
+) -> list[Edge]:
+    """DERIVED_FROM edges of a rule from the curated table (its note is the evidence)."""
+    if entry is None:
+        return []
+    edges = []
+    index = indexes.get(act_key)
+    for label in entry.sections:
+        found = index.finest(label) if index else None
+        if found is None:
+            build.curated_problems.append(
+                {"document": entry.document, "rule": entry.rule,
+                 "problem": f"{label} is not in {act_key}"}
+            )  # fmt: skip
+            continue
+        edges.append(
+            Edge(
+                "DERIVED_FROM",
+                entry.document,
+                str(head["chunk_id"]),
+                entry.rule,
+                act_key,
+                found[1],
+                found[0],
+                confidence=CURATED_CONFIDENCE,
+                basis="curated",
+                note=entry.note,
+            )  # fmt: skip
+        )
+    return edges
+
+
+DOCUMENT_FIELDS = ("document_key", "internal_references", "unresolved", "unresolved_rate",
+                   "rules", "rules_derived", "missing_targets")  # fmt: skip
+
+
+def document_rows(build: GraphBuild) -> list[dict[str, Any]]:
+    """Per document of a build: references made and unresolved, rules and rules derived."""
+    coverage = build.derivation_coverage()
+    missing = build.missing_targets()
+    keys = sorted(set(build.internal) | set(build.rules))
+    return [
+        {
+            "document_key": key,
+            "internal_references": build.internal.get(key, 0),
+            "unresolved": sum(1 for u in build.unresolved if u["document"] == key),
+            "unresolved_rate": round(build.unresolved_rate(key), 4),
+            "rules": coverage.get(key, {}).get("rules", 0),
+            "rules_derived": coverage.get(key, {}).get("derived", 0),
+            "missing_targets": [m for m in missing if m["document"] == key],
+        }
+        for key in keys
+    ]
+
+
+def replace_edges(
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    edges: Iterable[Edge],
+    documents: Sequence[Mapping[str, Any]] = (),
+) -> int:
+    """Replace a jurisdiction's edges (and its per-document figures, see :func:`document_rows`)
+    in one transaction under its advisory lock."""
     rows = [(jurisdiction, *(getattr(e, f) for f in EDGE_FIELDS)) for e in edges]
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graph:{jurisdiction}",))
@@ -176,6 +327,18 @@ def replace_edges(conn: psycopg.Connection[Any], jurisdiction: str, edges: Itera
             f"INSERT INTO graph_edges (jurisdiction, {', '.join(EDGE_FIELDS)}) "
             f"VALUES (%s, {', '.join(['%s'] * len(EDGE_FIELDS))})",
             rows,
+        )
+        cur.execute("DELETE FROM graph_documents WHERE jurisdiction = %s", (jurisdiction,))
+        cur.executemany(
+            f"INSERT INTO graph_documents (jurisdiction, {', '.join(DOCUMENT_FIELDS)}) "
+            f"VALUES (%s, {', '.join(['%s'] * len(DOCUMENT_FIELDS))})",
+            [
+                (
+                    jurisdiction,
+                    *(Jsonb(d[f]) if f == "missing_targets" else d[f] for f in DOCUMENT_FIELDS),
+                )
+                for d in documents
+            ],  # fmt: skip
         )
     return len(rows)
 
@@ -230,10 +393,32 @@ def neighbours(
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-def graph_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+def graph_stats(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Edges by jurisdiction and type; per jurisdiction, internal references, unresolved count
+    and rate, and rules derived; per document, the same with its missing targets."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT jurisdiction, edge_type, count(*) FROM graph_edges "
             "GROUP BY jurisdiction, edge_type ORDER BY jurisdiction, edge_type"
         )
-        return [{"jurisdiction": j, "edge_type": t, "edges": n} for j, t, n in cur.fetchall()]
+        edges = [{"jurisdiction": j, "edge_type": t, "edges": n} for j, t, n in cur.fetchall()]
+        cur.execute(
+            f"SELECT jurisdiction, {', '.join(DOCUMENT_FIELDS)} FROM graph_documents "
+            "ORDER BY jurisdiction, document_key"
+        )
+        names = [d.name for d in cur.description or []]
+        documents = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    by_jurisdiction: dict[str, dict[str, Any]] = {}
+    for doc in documents:
+        row = by_jurisdiction.setdefault(
+            doc["jurisdiction"],
+            {"jurisdiction": doc["jurisdiction"], "internal_references": 0, "unresolved": 0,
+             "rules": 0, "rules_derived": 0},
+        )  # fmt: skip
+        for key in ("internal_references", "unresolved", "rules", "rules_derived"):
+            row[key] += doc[key]
+    for row in by_jurisdiction.values():
+        total = row["internal_references"]
+        row["unresolved_rate"] = round(row["unresolved"] / total, 4) if total else 0.0
+    return {"edges": edges, "jurisdictions": list(by_jurisdiction.values()),
+            "documents": documents}  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -229,6 +229,10 @@ class StoreEnv(IngestEnv):
 
     def run_store(self, partition: str) -> Any:
         """Execute ``ingest_job`` for ``partition`` up to and including ``legal_chunks``."""
+        return self.run_assets(partition, STORE_ASSETS)
+
+    def run_assets(self, partition: str, keys: Sequence[str]) -> Any:
+        """Execute ``ingest_job`` for ``partition`` restricted to the assets ``keys``."""
         import dagster as dg
 
         from civicsetu_pipelines.defs import build_definitions
@@ -239,7 +243,7 @@ class StoreEnv(IngestEnv):
                 partition_key=partition,
                 instance=instance,
                 raise_on_error=False,
-                asset_selection=[dg.AssetKey(k) for k in STORE_ASSETS],
+                asset_selection=[dg.AssetKey(k) for k in keys],
             )
 
     @staticmethod

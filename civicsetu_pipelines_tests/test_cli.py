@@ -139,6 +139,13 @@ def test_graph_stats_and_neighbours(
     }
     assert edges[("CENTRAL", "HAS_PART")] > 92
     assert edges[("CENTRAL", "REFERENCES")] > 100
+    report = json.loads(stats.stdout)
+    (central,) = [j for j in report["jurisdictions"] if j["jurisdiction"] == "CENTRAL"]
+    assert central["internal_references"] > 200  # the Act's and the FAQ's
+    assert central["unresolved_rate"] <= 0.05
+    act = {d["document_key"]: d for d in report["documents"]}["rera_act_2016"]
+    assert act["internal_references"] >= 90 and act["unresolved_rate"] <= 0.05
+    assert len(act["missing_targets"]) <= act["unresolved"]
     near = _run(
         ["graph", "neighbours", "Section 18", "-j", "CENTRAL", "-d", "rera_act_2016", "--json"],
         cli_env,
@@ -148,3 +155,22 @@ def test_graph_stats_and_neighbours(
     assert rows and all(r["edge_type"] in {"REFERENCES", "DERIVED_FROM"} for r in rows)
     missing = _run(["graph", "neighbours", "Section 999", "-j", "CENTRAL"], cli_env)
     assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_graph_export_writes_a_neo4j_admin_import(
+    materialized: subprocess.CompletedProcess[str], cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    import csv
+
+    target = tmp_path / "import"
+    result = _run(["graph", "export", "--out", str(target), "-j", "CENTRAL"], cli_env)
+    assert result.returncode == 0, result.stderr
+    assert "import.sh" in result.stderr
+    with (target / "units.csv").open(newline="") as handle:
+        units = list(csv.DictReader(handle))
+    assert any(u["label"] == "Section 18" for u in units)
+    with (target / "edges_unit_unit.csv").open(newline="") as handle:
+        edges = list(csv.DictReader(handle))
+    ids = {u["chunk_id:ID(Unit)"] for u in units}
+    assert edges and all(e[":START_ID(Unit)"] in ids and e[":END_ID(Unit)"] in ids for e in edges)
+    assert "neo4j-admin database import full" in (target / "import.sh").read_text()
