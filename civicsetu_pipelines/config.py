@@ -25,6 +25,12 @@ ENV_EMBED_DOCUMENT_PREFIX = "CIVICSETU_EMBED_DOCUMENT_PREFIX"
 ENV_EMBED_QUERY_PREFIX = "CIVICSETU_EMBED_QUERY_PREFIX"
 ENV_EMBED_BATCH_SIZE = "CIVICSETU_EMBED_BATCH_SIZE"
 ENV_EMBED_DEVICE = "CIVICSETU_EMBED_DEVICE"
+# Neo4j (the driver's usual names): the neo4j_graph asset is enabled when NEO4J_URI is set.
+ENV_NEO4J_URI = "NEO4J_URI"
+ENV_NEO4J_USER = "NEO4J_USER"
+ENV_NEO4J_USERNAME = "NEO4J_USERNAME"  # the other usual name, read when NEO4J_USER is unset
+ENV_NEO4J_PASSWORD = "NEO4J_PASSWORD"
+ENV_NEO4J_DATABASE = "NEO4J_DATABASE"
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
@@ -80,6 +86,11 @@ def pdf_cache_dir(state_dir: Path | str) -> Path:
     return Path(state_dir) / "storage" / "pdfs"
 
 
+def reports_dir(state_dir: Path | str) -> Path:
+    """Where the pipeline writes files for people to read (graph pictures, exports, reports)."""
+    return Path(state_dir) / "reports"
+
+
 def parse_cache_dir(state_dir: Path | str) -> Path:
     """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code)."""
     return Path(state_dir) / "storage" / "parse_cache"
@@ -93,6 +104,11 @@ def env_is_set(name: str) -> bool:
 def env_value(name: str, default: str) -> str:
     """An environment variable's value, or ``default`` when unset or empty."""
     return os.environ.get(name) or default
+
+
+def neo4j_configured() -> bool:
+    """Whether a Neo4j server is configured (``NEO4J_URI`` set)."""
+    return env_is_set(ENV_NEO4J_URI)
 
 
 def model_hub_offline() -> None:

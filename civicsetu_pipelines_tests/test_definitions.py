@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dagster as dg
+import pytest
 
 from civicsetu_pipelines.definitions import defs
 from civicsetu_pipelines.registry import load_registry
@@ -48,3 +49,32 @@ def test_blocking_checks_guard_chunks() -> None:
     assert specs["unique_ids"].blocking
     assert specs["label_format"].blocking
     assert specs["non_empty_text"].blocking
+
+
+def test_neo4j_is_left_out_of_the_job_and_says_why_when_not_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from civicsetu_pipelines.defs import build_definitions
+
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    built = build_definitions()
+    job = built.resolve_job_def("ingest_job")
+    names = {node.name for node in job.graph.node_defs}
+    assert "graph_edges" in names and "graph_export" in names
+    assert "neo4j_graph" not in names
+    assert "NEO4J_URI is not set" in (job.description or "")
+    graph = built.get_repository_def().asset_graph
+    description = graph.get(dg.AssetKey("neo4j_graph")).description or ""
+    assert "NEO4J_URI" in description  # the UI says how to enable it
+
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:7687")
+    job = build_definitions().resolve_job_def("ingest_job")
+    assert "neo4j_graph" in {node.name for node in job.graph.node_defs}
+
+
+def test_materializing_neo4j_graph_without_a_server_fails_clearly() -> None:
+    from civicsetu_pipelines.defs.resources import Neo4jResource
+
+    unconfigured = Neo4jResource(uri="").driver()
+    with pytest.raises(dg.Failure, match="No Neo4j server is configured: set NEO4J_URI"):
+        unconfigured.__enter__()

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from civicsetu_pipelines.config import Settings
+from civicsetu_pipelines.config import Settings, neo4j_configured
 from civicsetu_pipelines.defs.assets import graph, ingest, store
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
-from civicsetu_pipelines.defs.jobs import ingest_job
+from civicsetu_pipelines.defs.jobs import build_ingest_job
 from civicsetu_pipelines.defs.resources import default_resources
 
 
@@ -22,6 +22,6 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=dg.load_assets_from_modules([ingest, store, graph]),
         asset_checks=dg.load_asset_checks_from_modules([ingest, store, graph]),
-        jobs=[ingest_job],
+        jobs=[build_ingest_job(neo4j_enabled=neo4j_configured())],
         resources=resources,
     )

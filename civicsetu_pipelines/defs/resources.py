@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 import psycopg
 from pydantic import Field
+
+if TYPE_CHECKING:
+    import neo4j
 
 from civicsetu_pipelines.config import (
     DEFAULT_MIRROR,
@@ -21,6 +26,11 @@ from civicsetu_pipelines.config import (
     ENV_EMBED_MODEL,
     ENV_EMBED_QUERY_PREFIX,
     ENV_MIRROR_DIRS,
+    ENV_NEO4J_DATABASE,
+    ENV_NEO4J_PASSWORD,
+    ENV_NEO4J_URI,
+    ENV_NEO4J_USER,
+    ENV_NEO4J_USERNAME,
     ENV_STATE_DIR,
     REPO_ROOT,
     Settings,
@@ -28,6 +38,7 @@ from civicsetu_pipelines.config import (
     env_value,
     parse_cache_dir,
     pdf_cache_dir,
+    reports_dir,
 )
 from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
 from civicsetu_pipelines.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
@@ -52,6 +63,10 @@ class CorpusResource(dg.ConfigurableResource):
     def parse_cache(self) -> Path:
         return parse_cache_dir(self.state_dir)
 
+    @property
+    def reports(self) -> Path:
+        return reports_dir(self.state_dir)
+
     def mirrors(self) -> list[Path]:
         return [Path(p) for p in self.mirror_dirs.split(":") if p.strip()]
 
@@ -74,6 +89,31 @@ class PostgresResource(dg.ConfigurableResource):
 
     def connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         return connect(self.url())
+
+
+class Neo4jResource(dg.ConfigurableResource):
+    """A Neo4j server for the graph mirror (``NEO4J_URI``, ``NEO4J_USER``, ``NEO4J_PASSWORD``,
+    ``NEO4J_DATABASE``). Empty ``uri`` means none is configured."""
+
+    uri: str = Field(default="", description="Bolt/neo4j URI; empty = no Neo4j configured")
+    user: str = Field(default="neo4j", description="User name")
+    password: str = Field(default="", description="Password")
+    database: str = Field(default="", description="Database name; empty = the server default")
+
+    @contextlib.contextmanager
+    def driver(self) -> Iterator[neo4j.Driver]:
+        if not self.uri:
+            raise dg.Failure(
+                "No Neo4j server is configured: set NEO4J_URI (and NEO4J_USER, NEO4J_PASSWORD) "
+                "to mirror the graph into Neo4j. The Postgres graph (graph_edges) and the CSV "
+                "export for neo4j-admin (graph_export) do not need one."
+            )
+        import neo4j
+
+        auth = (self.user, self.password) if self.password else None
+        with neo4j.GraphDatabase.driver(self.uri, auth=auth) as driver:
+            driver.verify_connectivity()
+            yield driver
 
 
 def _env(name: str, default: str) -> str | dg.EnvVar:
@@ -106,6 +146,12 @@ def default_resources() -> dict[str, object]:
         "postgres": PostgresResource(
             database_url=_env(ENV_DATABASE_URL, ""),
             state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
+        ),
+        "neo4j": Neo4jResource(
+            uri=_env(ENV_NEO4J_URI, ""),
+            user=_env(ENV_NEO4J_USER, env_value(ENV_NEO4J_USERNAME, "neo4j")),
+            password=_env(ENV_NEO4J_PASSWORD, ""),
+            database=_env(ENV_NEO4J_DATABASE, ""),
         ),
     }
 

@@ -1,18 +1,24 @@
 """The legal graph asset: cross-references and rule-to-Act derivation as edges in Postgres."""
 
+import dataclasses
 from collections import Counter
+from typing import Any
 
 import dagster as dg
 import pandas as pd
 
+from civicsetu_pipelines.config import neo4j_configured
 from civicsetu_pipelines.defs.assets import OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
-from civicsetu_pipelines.defs.resources import PostgresResource
-from civicsetu_pipelines.graph import build_edges, replace_edges
+from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
+from civicsetu_pipelines.graph import build_edges, document_rows, replace_edges
+from civicsetu_pipelines.graph_picture import render_network
+from civicsetu_pipelines.neo4j_graph import export_csv, read_snapshot, sync_to_neo4j
 from civicsetu_pipelines.references import UnitIndex
-from civicsetu_pipelines.registry import load_registry
+from civicsetu_pipelines.registry import load_curated_derivations, load_registry
 
 UNRESOLVED_LIMIT = 0.05
+DERIVATION_TARGET = 0.9
 
 
 @dg.asset(
@@ -26,15 +32,32 @@ UNRESOLVED_LIMIT = 0.05
             "unresolved_references",
             asset="graph_edges",
             description="At most 5% of each document's internal references are unresolved",
-        )
+        ),
+        dg.AssetCheckSpec(
+            "missing_targets",
+            asset="graph_edges",
+            description="Warns once per cited unit that does not exist (with its evidence), and "
+            "for curated derivations that do not apply",
+        ),
+        dg.AssetCheckSpec(
+            "derivation_coverage",
+            asset="graph_edges",
+            description="At least 90% of the substantive rules (not definitions or short title) "
+            "of each rules document derive from an Act section",
+        ),
     ],
 )
 def graph_edges(
-    context: dg.AssetExecutionContext, section_chunks: pd.DataFrame, postgres: PostgresResource
+    context: dg.AssetExecutionContext,
+    section_chunks: pd.DataFrame,
+    postgres: PostgresResource,
+    corpus: CorpusResource,
 ):
     """HAS_PART, REFERENCES, DERIVED_FROM and EXTERNAL_REFERENCE edges with their evidence
     (chunk, offsets, quoted phrase), replaced per jurisdiction in one transaction. In a state's
-    rules, "section N" resolves to the RERA Act's section N (read from the store)."""
+    rules, "section N" resolves to the RERA Act's section N (read from the store). A rule
+    derives from the Act section its opening names; rules naming none take the curated table
+    (data/derivations.yaml, each entry with a note)."""
     jurisdiction = context.partition_key
     registry = load_registry()
     act_key = next(
@@ -60,17 +83,37 @@ def graph_edges(
                     "unresolved until CENTRAL is materialized"
                 )
         doc_types = {spec.key: str(spec.doc_type) for spec in registry.documents()}
-        build = build_edges(chunks, doc_types=doc_types, act_key=act_key, indexes=indexes)
-        written = replace_edges(conn, jurisdiction, build.edges)
+        build = build_edges(
+            chunks,
+            doc_types=doc_types,
+            act_key=act_key,
+            indexes=indexes,
+            curated=load_curated_derivations(),
+        )
+        written = replace_edges(conn, jurisdiction, build.edges, document_rows(build))
     counts = Counter(edge.edge_type for edge in build.edges)
     rates = {key: round(build.unresolved_rate(key), 4) for key in sorted(build.internal)}
+    coverage = build.derivation_coverage()
+    missing = build.missing_targets()
+    curated_used = sum(1 for e in build.edges if e.basis == "curated")
+    picture = render_network(
+        [dataclasses.asdict(edge) for edge in build.edges],
+        title=f"{jurisdiction}: rules and the Act sections they cite or derive from",
+        out_path=corpus.reports / "graph" / f"{jurisdiction}.png",
+        act_document=act_key,
+    )
     yield dg.MaterializeResult(
         metadata={
             "edges": written,
             **{f"edges_{kind.lower()}": n for kind, n in sorted(counts.items())},
+            "derived_from_curated": curated_used,
             "unresolved": len(build.unresolved),
             "unresolved_rate_by_document": dg.MetadataValue.json(rates),
+            "missing_targets": dg.MetadataValue.json(missing),
+            "derivation_coverage": dg.MetadataValue.json(coverage),
             "unresolved_sample": dg.MetadataValue.json(build.unresolved[:50]),
+            "network": dg.MetadataValue.md(picture.markdown()),
+            "network_png": dg.MetadataValue.path(str(picture.path)),
         }
     )
     over = {key: rate for key, rate in rates.items() if rate > UNRESOLVED_LIMIT}
@@ -78,4 +121,115 @@ def graph_edges(
         check_name="unresolved_references",
         passed=not over,
         metadata={"over_limit": dg.MetadataValue.json(over), "rates": dg.MetadataValue.json(rates)},
+    )
+    for item in missing:
+        context.log.warning(
+            f"{item['document']}: {item['target']} does not exist; cited {item['citations']}x "
+            f"in {', '.join(item['cited_in'])} as {item['phrase']!r}"
+        )
+    for problem in build.curated_problems:
+        context.log.warning(f"curated derivation {problem['document']} {problem['rule']}: "
+                            f"{problem['problem']}")  # fmt: skip
+    yield dg.AssetCheckResult(
+        check_name="missing_targets",
+        passed=not missing and not build.curated_problems,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "missing_targets": len(missing),
+            "targets": dg.MetadataValue.md(_missing_table(missing)),
+            "curated_problems": dg.MetadataValue.json(build.curated_problems),
+        },
+    )
+    short = {
+        doc: row for doc, row in coverage.items() if row["substantive_share"] < DERIVATION_TARGET
+    }
+    yield dg.AssetCheckResult(
+        check_name="derivation_coverage",
+        passed=not short,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "below_target": dg.MetadataValue.json(short),
+            "coverage": dg.MetadataValue.json(coverage),
+        },
+    )
+
+
+def _missing_table(missing: list[dict[str, Any]]) -> str:
+    if not missing:
+        return "Every cited unit exists."
+    lines = [
+        "| document | missing target | citations | cited in | phrase |",
+        "|---|---|---|---|---|",
+    ]
+    for item in missing:
+        phrase = " ".join(str(item["phrase"]).split()).replace("|", "\\|")
+        lines.append(
+            f"| {item['document']} | {item['target']} | {item['citations']} | "
+            f"{', '.join(item['cited_in'])} | {phrase} |"
+        )
+    return "\n".join(lines)
+
+
+NEO4J_DESCRIPTION = (
+    "Mirrors this jurisdiction's documents, units and edges into Neo4j with the official driver: "
+    "uniqueness constraints, UNWIND batches with MERGE, idempotent; edges and units that "
+    "vanished from Postgres are removed. "
+)
+NEO4J_STATUS = (
+    "Enabled: NEO4J_URI is set, so ingest_job includes this asset."
+    if neo4j_configured()
+    else "Disabled: NEO4J_URI is not set, so ingest_job leaves this asset out. Set NEO4J_URI "
+    "(and NEO4J_USER, NEO4J_PASSWORD, NEO4J_DATABASE) to enable it; graph_export writes the "
+    "same graph as CSV for `neo4j-admin database import` without a server."
+)
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    group_name="out",
+    kinds={"neo4j"},
+    owners=OWNERS,
+    deps=["graph_edges"],
+    description=NEO4J_DESCRIPTION + NEO4J_STATUS,
+)
+def neo4j_graph(
+    context: dg.AssetExecutionContext, postgres: PostgresResource, neo4j: Neo4jResource
+) -> dg.MaterializeResult:
+    jurisdiction = context.partition_key
+    with postgres.connect() as conn:
+        snapshot = read_snapshot(conn, jurisdiction)
+    with neo4j.driver() as driver:
+        counts = sync_to_neo4j(driver, snapshot, jurisdiction, database=neo4j.database or None)
+    context.log.info(f"{jurisdiction}: Neo4j mirror {counts}")
+    return dg.MaterializeResult(metadata={**counts, "uri": neo4j.uri})
+
+
+@dg.asset(
+    partitions_def=jurisdiction_partitions,
+    group_name="out",
+    kinds={"csv", "neo4j"},
+    owners=OWNERS,
+    deps=["graph_edges"],
+)
+def graph_export(
+    context: dg.AssetExecutionContext, postgres: PostgresResource, corpus: CorpusResource
+) -> dg.MaterializeResult:
+    """This jurisdiction's graph (with the Act units its edges reach) as CSV files in the format
+    `neo4j-admin database import full` takes, plus an `import.sh` with the command: a graph a
+    user can load into Neo4j without running the pipeline. `civicsetu graph export` writes every
+    jurisdiction into one import."""
+    jurisdiction = context.partition_key
+    with postgres.connect() as conn:
+        snapshot = read_snapshot(conn, jurisdiction)
+    out = corpus.reports / "neo4j_import" / jurisdiction
+    files = export_csv(snapshot, out)
+    return dg.MaterializeResult(
+        metadata={
+            "directory": dg.MetadataValue.path(str(out)),
+            "files": dg.MetadataValue.json(sorted(path.name for path in files.values())),
+            "documents": len(snapshot.documents),
+            "units": len(snapshot.units),
+            "edges": len(snapshot.edges),
+            "import": dg.MetadataValue.md(f"`cd {out} && ./import.sh` (stop Neo4j first)"),
+        }
     )
