@@ -420,5 +420,22 @@ def dev(
         raise typer.Exit(proc.wait()) from None
 
 
+def main() -> None:
+    """The console entry point: expected failures print one clear line and exit 1, never a
+    stack trace (bad registry, a document error, a migration edited after it was applied, a
+    database that cannot be reached)."""
+    import psycopg
+
+    from civicsetu_pipelines.database import MigrationChecksumError
+    from civicsetu_pipelines.errors import DocumentError
+    from civicsetu_pipelines.registry import RegistryError
+
+    try:
+        app()
+    except (RegistryError, DocumentError, MigrationChecksumError, psycopg.OperationalError) as exc:
+        console.print(f"[red]{type(exc).__name__}: {exc}[/red]")
+        sys.exit(1)
+
+
 if __name__ == "__main__":
-    app()
+    main()

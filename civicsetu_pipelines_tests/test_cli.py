@@ -174,3 +174,13 @@ def test_graph_export_writes_a_neo4j_admin_import(
     ids = {u["chunk_id:ID(Unit)"] for u in units}
     assert edges and all(e[":START_ID(Unit)"] in ids and e[":END_ID(Unit)"] in ids for e in edges)
     assert "neo4j-admin database import full" in (target / "import.sh").read_text()
+
+
+def test_expected_failures_print_one_line_not_a_traceback(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**cli_env, "CIVICSETU_REGISTRY": str(tmp_path / "missing.yaml")}
+    result = _run(["materialize", "-j", "CENTRAL"], env)
+    assert result.returncode == 1
+    assert "RegistryError" in result.stderr and "missing.yaml" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
