@@ -112,6 +112,34 @@ def replace_jurisdiction(
         cur.executemany(unit_sql, [tuple(u[c] for c in UNIT_COLUMNS) for u in units])
 
 
+def store_pages(
+    conn: psycopg.Connection[Any],
+    docs: Sequence[dict[str, Any]],
+    parsed_pages: pd.DataFrame,
+) -> int:
+    """Keep the body text of each successfully ingested page under (document, sha256, page).
+
+    Rows of a version already stored are left as they are (a version's pages never change), so
+    pages of superseded versions stay readable for answers "as of" a past date.
+    """
+    sha = {d["key"]: d["sha256"] for d in docs if d["ingest_status"] == "ok" and d["sha256"]}
+    if parsed_pages.empty or not sha:
+        return 0
+    frame = parsed_pages[parsed_pages["document_key"].isin(list(sha))]
+    rows = [
+        (str(key), sha[str(key)], int(page), str(text))
+        for key, page, text in zip(frame["document_key"], frame["page"], frame["text"], strict=True)
+        if isinstance(text, str)
+    ]
+    with conn.transaction(), conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO document_pages (document_key, sha256, page, text) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (document_key, sha256, page) DO NOTHING",
+            rows,
+        )
+    return len(rows)
+
+
 def read_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
     """Per-document ingestion summary, ordered by jurisdiction and key."""
     with conn.cursor() as cur:

@@ -145,6 +145,17 @@ def materialize(
             console.print(f"    [{level}]check {asset}:{check} failed[/{level}]")
         if outcome.status == "failed":
             failures.append(outcome.jurisdiction)
+    if any(o.status == "ok" for o in outcomes):
+        from civicsetu_pipelines.runs import run_job
+
+        with dg.DagsterInstance.get() as instance, console.status("answering the sample "
+                                                                   "questions ..."):  # fmt: skip
+            asked = run_job(instance, "answers_job")
+        state = "[green]ok[/green]" if asked.success else "[red]FAILED[/red]"
+        console.print(f"answers_job: {state} (run {asked.run_id}); answers in "
+                      f"{settings.state_dir / 'reports' / 'answers.json'}")  # fmt: skip
+        if not asked.success:
+            failures.append("answers_job")
     _summary(wanted)
     console.print(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
@@ -155,6 +166,50 @@ def materialize(
     if failures:
         console.print(f"[red]Runs failed for: {failures}[/red]")
         raise typer.Exit(1)
+
+
+@app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in quotes")],
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Only these jurisdictions (repeatable)"),
+    ] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="YYYY-MM-DD: the law in force on that date")
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", help="Units to retrieve (1-50)")] = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Answer a question from the stored corpus with verbatim citations, or refuse with the
+    reason. Exit 0 for an answer or a refusal, 2 for bad input."""
+    from civicsetu_pipelines.answers import answer
+    from civicsetu_pipelines.questions import QuestionError
+
+    try:
+        result = answer(question, jurisdictions=jurisdiction, as_of=as_of, top_k=top_k)
+    except QuestionError as exc:
+        if as_json:
+            _print_json({"status": "error", "error": {"code": exc.code, "message": str(exc)}})
+        else:
+            console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if as_json:
+        _print_json(result)
+        return
+    if result["status"] == "refused":
+        out.print(f"[yellow]Refused ({result['refusal_reason']}):[/yellow] {result['answer']}")
+        for rel in result.get("related", []):
+            out.print(f"  related, not answering: {rel['jurisdiction']} {rel['label']} "
+                      f"({rel['document']})")  # fmt: skip
+    else:
+        out.print(result["answer"], markup=False, highlight=False)
+        out.print(f"\nconfidence: {result['confidence']}")
+        for c in result["citations"]:
+            out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}, {c['document_title']}, "
+                      f"page {c['page']} - {c['source_url']}", markup=False)  # fmt: skip
+    out.print(f"\n{result['disclaimer']}", style="dim")
+    console.print(f"{result['timings_ms']['total']:.0f} ms")
 
 
 def _stats_rows() -> list[dict[str, Any]]:

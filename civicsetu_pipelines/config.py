@@ -25,6 +25,12 @@ ENV_EMBED_DOCUMENT_PREFIX = "CIVICSETU_EMBED_DOCUMENT_PREFIX"
 ENV_EMBED_QUERY_PREFIX = "CIVICSETU_EMBED_QUERY_PREFIX"
 ENV_EMBED_BATCH_SIZE = "CIVICSETU_EMBED_BATCH_SIZE"
 ENV_EMBED_DEVICE = "CIVICSETU_EMBED_DEVICE"
+# Answers: retrieval and the optional OpenAI-compatible generation endpoint.
+ENV_EF_SEARCH = "CIVICSETU_EF_SEARCH"
+ENV_CROSS_ENCODER = "CIVICSETU_CROSS_ENCODER"
+ENV_LLM_BASE_URL = "CIVICSETU_LLM_BASE_URL"
+ENV_LLM_MODEL = "CIVICSETU_LLM_MODEL"
+ENV_LLM_API_KEY = "CIVICSETU_LLM_API_KEY"
 # Neo4j (the driver's usual names): the neo4j_graph asset is enabled when NEO4J_URI is set.
 ENV_NEO4J_URI = "NEO4J_URI"
 ENV_NEO4J_USER = "NEO4J_USER"
@@ -104,6 +110,15 @@ def env_is_set(name: str) -> bool:
 def env_value(name: str, default: str) -> str:
     """An environment variable's value, or ``default`` when unset or empty."""
     return os.environ.get(name) or default
+
+
+def answer_env() -> dict[str, str]:
+    """The answer settings that are set: ef_search, cross_encoder, llm_base_url, llm_model,
+    llm_api_key."""
+    names = {"ef_search": ENV_EF_SEARCH, "cross_encoder": ENV_CROSS_ENCODER,
+             "llm_base_url": ENV_LLM_BASE_URL, "llm_model": ENV_LLM_MODEL,
+             "llm_api_key": ENV_LLM_API_KEY}  # fmt: skip
+    return {key: os.environ[name] for key, name in names.items() if os.environ.get(name)}
 
 
 def neo4j_configured() -> bool:

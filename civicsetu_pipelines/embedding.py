@@ -353,3 +353,26 @@ def _serve(conn: Any, config: EmbeddingConfig, models_dir: str) -> None:
             conn.send(("ok", result))
         except Exception as exc:
             conn.send(("error", type(exc).__name__, str(exc)))
+
+
+def embedding_config_from_env() -> EmbeddingConfig:
+    """The model settings from the ``CIVICSETU_EMBED_*`` environment (defaults: the packaged
+    all-MiniLM-L6-v2, 384 dimensions, no prefixes, batch 32, CPU)."""
+    from civicsetu_pipelines.config import (
+        ENV_EMBED_BATCH_SIZE,
+        ENV_EMBED_DEVICE,
+        ENV_EMBED_DIMENSION,
+        ENV_EMBED_DOCUMENT_PREFIX,
+        ENV_EMBED_MODEL,
+        ENV_EMBED_QUERY_PREFIX,
+        env_value,
+    )
+
+    return EmbeddingConfig(
+        model=env_value(ENV_EMBED_MODEL, PACKAGED_MODEL),
+        dimension=int(env_value(ENV_EMBED_DIMENSION, "384")),
+        document_prefix=env_value(ENV_EMBED_DOCUMENT_PREFIX, ""),
+        query_prefix=env_value(ENV_EMBED_QUERY_PREFIX, ""),
+        batch_size=int(env_value(ENV_EMBED_BATCH_SIZE, "32")),
+        device=env_value(ENV_EMBED_DEVICE, "cpu"),
+    )

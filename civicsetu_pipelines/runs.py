@@ -131,3 +131,11 @@ def run_partitions(
         outcomes.append(outcome)
     order = {name: i for i, name in enumerate(partitions)}
     return sorted(outcomes, key=lambda o: order[o.jurisdiction])
+
+
+def run_job(instance: dg.DagsterInstance, job_name: str) -> dg.ExecuteInProcessResult:
+    """Execute an unpartitioned job (e.g. ``answers_job``) through the instance."""
+    from civicsetu_pipelines.defs import build_definitions
+
+    job = build_definitions().resolve_job_def(job_name)
+    return job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET)

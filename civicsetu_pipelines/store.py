@@ -387,11 +387,13 @@ def set_vectors(
 # Reading
 
 
-def in_force_clause(as_of: dt.date | None) -> tuple[str, tuple[Any, ...]]:
-    """SQL condition (and parameters) for rows current now, or in force on ``as_of``."""
+def in_force_clause(as_of: dt.date | None, alias: str = "") -> tuple[str, tuple[Any, ...]]:
+    """SQL condition (and parameters) for rows current now, or in force on ``as_of``;
+    ``alias`` qualifies the columns (``"c"`` -> ``c.status``)."""
+    a = f"{alias}." if alias else ""
     if as_of is None:
-        return "status = 'current'", ()
-    return "valid_from <= %s AND (valid_to IS NULL OR valid_to > %s)", (as_of, as_of)
+        return f"{a}status = 'current'", ()
+    return f"{a}valid_from <= %s AND ({a}valid_to IS NULL OR {a}valid_to > %s)", (as_of, as_of)
 
 
 def nearest(

@@ -264,3 +264,70 @@ def store_env(
 ) -> StoreEnv:
     """A :class:`StoreEnv` in ``tmp_path`` on a fresh database; environment restored after."""
     return StoreEnv(tmp_path / "store", monkeypatch, store_db, packaged_models_dir)
+
+
+# -- The whole default corpus, materialized once per session (answers, evaluation) ----------------
+
+
+class CorpusStore:
+    """Every default jurisdiction materialized through ``ingest_job`` into its own database."""
+
+    def __init__(self, database_url: str, state_dir: Path, models_dir: Path) -> None:
+        self.database_url = database_url
+        self.state_dir = state_dir
+        self.models_dir = models_dir
+
+    def query_embedder(self) -> Any:
+        from civicsetu_pipelines.embedding import Embedder, EmbeddingConfig
+
+        return Embedder(EmbeddingConfig(), self.models_dir).embed_query
+
+
+@pytest.fixture(scope="session")
+def corpus_store(
+    pg_url: str, tmp_path_factory: pytest.TempPathFactory, packaged_models_dir: Path
+) -> CorpusStore:
+    """The real corpus, all four default jurisdictions, in the database ``corpus_store``.
+
+    The environment is pointed at a temporary state directory only while materializing.
+    """
+    import os
+
+    import dagster as dg
+
+    from civicsetu_pipelines.config import (
+        DEFAULT_MIRROR,
+        ENV_DATABASE_URL,
+        ENV_ENABLE_SEED_STATES,
+        ENV_MIRROR_DIRS,
+        ENV_OFFLINE,
+        ENV_STATE_DIR,
+    )
+    from civicsetu_pipelines.database import ensure_database, with_database
+
+    if not DEFAULT_MIRROR.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
+        pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
+    state = tmp_path_factory.mktemp("corpus_store")
+    (state / "models").symlink_to(packaged_models_dir, target_is_directory=True)
+    ensure_database(pg_url, "corpus_store")
+    url = with_database(pg_url, "corpus_store")
+    apply_migrations(url)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_STATE_DIR, str(state))
+        patch.setenv(ENV_DATABASE_URL, url)
+        patch.setenv(ENV_MIRROR_DIRS, str(DEFAULT_MIRROR))
+        patch.setenv(ENV_OFFLINE, "1")
+        patch.setenv(ENV_ENABLE_SEED_STATES, "0")
+        from civicsetu_pipelines.defs import build_definitions
+        from civicsetu_pipelines.registry import load_registry
+
+        job = build_definitions().resolve_job_def("ingest_job")
+        with dg.DagsterInstance.ephemeral() as instance:
+            for partition in load_registry().jurisdictions():
+                result = job.execute_in_process(
+                    partition_key=partition, instance=instance, raise_on_error=False
+                )
+                assert result.success, f"materializing {partition} failed"
+    return CorpusStore(url, state, packaged_models_dir)

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import dagster as dg
 
+# Assets over every jurisdiction at once: materialized by their own job after the partitions.
+UNPARTITIONED = ("answers",)
+
+
+def build_answers_job() -> dg.UnresolvedAssetJobDefinition:
+    """The thin query asset over the materialized stores (questions as run config)."""
+    return dg.define_asset_job(
+        "answers_job",
+        selection=dg.AssetSelection.assets(*UNPARTITIONED),
+        description="Answer the configured questions from the stores, with checked citations",
+    )
+
 
 def build_ingest_job(*, neo4j_enabled: bool) -> dg.UnresolvedAssetJobDefinition:
     """Every asset of a jurisdiction; ``neo4j_graph`` only when a Neo4j server is configured."""
-    selection: dg.AssetSelection = dg.AssetSelection.all()
+    selection: dg.AssetSelection = dg.AssetSelection.all() - dg.AssetSelection.assets(
+        *UNPARTITIONED
+    )
     note = ""
     if not neo4j_enabled:
         selection = selection - dg.AssetSelection.assets("neo4j_graph")

@@ -16,15 +16,21 @@ from pydantic import Field
 if TYPE_CHECKING:
     import neo4j
 
+from civicsetu_pipelines.answers import AnswerSettings
 from civicsetu_pipelines.config import (
     DEFAULT_MIRROR,
+    ENV_CROSS_ENCODER,
     ENV_DATABASE_URL,
+    ENV_EF_SEARCH,
     ENV_EMBED_BATCH_SIZE,
     ENV_EMBED_DEVICE,
     ENV_EMBED_DIMENSION,
     ENV_EMBED_DOCUMENT_PREFIX,
     ENV_EMBED_MODEL,
     ENV_EMBED_QUERY_PREFIX,
+    ENV_LLM_API_KEY,
+    ENV_LLM_BASE_URL,
+    ENV_LLM_MODEL,
     ENV_MIRROR_DIRS,
     ENV_NEO4J_DATABASE,
     ENV_NEO4J_PASSWORD,
@@ -42,6 +48,8 @@ from civicsetu_pipelines.config import (
 )
 from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
 from civicsetu_pipelines.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
+from civicsetu_pipelines.llm import LLMSettings
+from civicsetu_pipelines.retrieval import RetrievalSettings
 
 
 class CorpusResource(dg.ConfigurableResource):
@@ -89,6 +97,30 @@ class PostgresResource(dg.ConfigurableResource):
 
     def connect(self) -> psycopg.Connection[tuple[Any, ...]]:
         return connect(self.url())
+
+
+class AnswerResource(dg.ConfigurableResource):
+    """How questions are answered: retrieval settings, an optional cross-encoder reranker and an
+    optional OpenAI-compatible generation endpoint (empty = the extractive default)."""
+
+    ef_search: int = Field(default=100, description="hnsw.ef_search for the vector candidates")
+    cross_encoder: str = Field(default="", description="Local path of a cross-encoder; empty = "
+                               "the deterministic reranker")  # fmt: skip
+    llm_base_url: str = Field(default="", description="OpenAI-compatible base URL; empty = "
+                              "extractive answers only")  # fmt: skip
+    llm_model: str = Field(default="", description="Model name at that endpoint")
+    llm_api_key: str = Field(default="", description="API key for that endpoint")
+
+    def settings(self) -> AnswerSettings:
+        llm = None
+        if self.llm_base_url:
+            llm = LLMSettings(self.llm_base_url, self.llm_model or "default",
+                              self.llm_api_key or None)  # fmt: skip
+        return AnswerSettings(
+            retrieval=RetrievalSettings(ef_search=int(self.ef_search)),
+            cross_encoder=self.cross_encoder or None,
+            llm=llm,
+        )
 
 
 class Neo4jResource(dg.ConfigurableResource):
@@ -146,6 +178,13 @@ def default_resources() -> dict[str, object]:
         "postgres": PostgresResource(
             database_url=_env(ENV_DATABASE_URL, ""),
             state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
+        ),
+        "answering": AnswerResource(
+            ef_search=_env_int(ENV_EF_SEARCH, 100),
+            cross_encoder=_env(ENV_CROSS_ENCODER, ""),
+            llm_base_url=_env(ENV_LLM_BASE_URL, ""),
+            llm_model=_env(ENV_LLM_MODEL, ""),
+            llm_api_key=_env(ENV_LLM_API_KEY, ""),
         ),
         "neo4j": Neo4jResource(
             uri=_env(ENV_NEO4J_URI, ""),

@@ -298,7 +298,7 @@ def document_catalog(
     """Per-document ingestion summary in Postgres (``documents``, ``document_units``): what
     ``civicsetu stats`` and ``civicsetu sections`` read. Replaced per jurisdiction in one
     transaction."""
-    from civicsetu_pipelines.catalog import build_catalog_rows, replace_jurisdiction
+    from civicsetu_pipelines.catalog import build_catalog_rows, replace_jurisdiction, store_pages
 
     registry = load_registry()
     jurisdiction = context.partition_key
@@ -307,10 +307,12 @@ def document_catalog(
     )
     with postgres.connect() as conn:
         replace_jurisdiction(conn, jurisdiction, docs, units)
+        pages = store_pages(conn, docs, parsed_pages)
     frame = pd.DataFrame(docs)
     context.add_output_metadata(
         {
             "documents": len(frame),
+            "pages_stored": pages,
             "failed": int((frame["ingest_status"] == "failed").sum()) if not frame.empty else 0,
             "summary": _markdown(
                 frame, ["key", "ingest_status", "pages", "sections", "chunks", "coverage"]
