@@ -545,8 +545,12 @@ def choose_quotes(
     query: Query, ranked: Sequence[Candidate], *, limit: int = MAX_QUOTES
 ) -> list[tuple[Candidate, str]]:
     """Verbatim sentences of the best units: for a unit the question names, its opening
-    sentences; otherwise the sentences sharing most of the question's terms (at least one)."""
+    sentences; otherwise the sentences sharing most of the question's terms (at least one).
+    When the question names units, only those units and their parts are quoted."""
     chosen: list[tuple[Candidate, str]] = []
+    named = {(c.row["document_key"], c.row["section_label"]) for c in ranked if c.exact}
+    if named:
+        ranked = [c for c in ranked if (c.row["document_key"], c.row["section_label"]) in named]
     best = ranked[0].score if ranked else 0.0
     for candidate in ranked:
         if len(chosen) >= limit:
