@@ -53,7 +53,9 @@ def canonicalize(text: str) -> str:
     hyphen look-alikes to ``-``; invisible characters removed; runs of spaces collapsed; at most
     one blank line; no leading or trailing white space. Line breaks are kept.
     """
-    text = unicodedata.normalize("NFKC", text).translate(_TRANSLATE)
+    # Translate before NFKC too: NFKC would turn a double prime into two primes and an acute
+    # accent into a space and a combining mark before the table maps them to quotes.
+    text = unicodedata.normalize("NFKC", text.translate(_TRANSLATE)).translate(_TRANSLATE)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     text = _SPACES.sub(" ", text)
     text = _SPACE_AROUND_NEWLINE.sub("\n", text)

@@ -85,29 +85,33 @@ def page_of_quote(quote: str, pages: Mapping[int, str]) -> int | None:
 def split_across_pages(quote: str, pages: Mapping[int, str]) -> list[tuple[int, str]]:
     """``quote`` as (page, part) pieces, each verbatim on its page.
 
-    A quote on one page is one piece. A quote running over a page break is cut, at a word
-    boundary, into the longest prefix found on one page and the rest on the following pages.
-    Returns [] when the quote cannot be placed (then it must not be cited).
+    A quote on one page is one piece. A quote running over a page break is cut at a word
+    boundary into a part that ENDS one page and a rest that STARTS the next page (or runs on
+    over further breaks). Returns [] when the quote cannot be placed that way: then it must not
+    be cited (no page is ever guessed).
     """
     found = page_of_quote(quote, pages)
     if found is not None:
         return [(found, quote)]
     words = quote.split()
-    for number in sorted(pages):
-        # The longest prefix on this page (prefixes of a quote on a page are on it too).
-        low, high = 0, len(words) - 1
-        while low < high:
-            mid = (low + high + 1) // 2
-            if quote_in(" ".join(words[:mid]), pages[number]):
-                low = mid
-            else:
-                high = mid - 1
-        head = " ".join(words[:low])
-        if low and len(head) >= 12:
-            later = {n: t for n, t in pages.items() if n > number}
-            rest = split_across_pages(" ".join(words[low:]), later)
-            if rest:
-                return [(number, head), *rest]
+    numbers = sorted(pages)
+    for number in numbers:
+        if number + 1 not in pages:
+            continue
+        ending = _flat(pages[number]).rstrip()
+        for cut in range(len(words) - 1, 0, -1):
+            head = " ".join(words[:cut])
+            if len(canonical_flat(head)) < 12 or not ending.endswith(canonical_flat(head)):
+                continue
+            rest = " ".join(words[cut:])
+            following = _flat(pages[number + 1]).lstrip()
+            if following.startswith(canonical_flat(rest)):
+                return [(number, head), (number + 1, rest)]
+            if canonical_flat(rest).startswith(following):
+                later = {n: t for n, t in pages.items() if n > number}
+                tail = split_across_pages(rest, later)
+                if tail and tail[0][0] == number + 1:
+                    return [(number, head), *tail]
     return []
 
 

@@ -149,9 +149,13 @@ def vector_candidates(
     return rows
 
 
+# Everything but letters (with Indic vowel signs and other combining marks), digits and "-".
+_TSQUERY_UNSAFE = re.compile(r"[^\w\u0300-\u036f\u0900-\u0dff-]")
+
+
 def fulltext_query(terms: Sequence[str]) -> str:
     """websearch syntax with OR semantics: every term may match, more matches rank higher."""
-    safe = [re.sub(r"[^\w-]", "", t) for t in terms]
+    safe = [_TSQUERY_UNSAFE.sub("", t).lstrip("-") for t in terms]
     return " or ".join(t for t in safe if t)
 
 
@@ -340,7 +344,17 @@ def _stems(text: str) -> frozenset[str]:
 
 
 def _stem(word: str) -> str:
-    for suffix in ("ations", "ation", "ments", "ment", "ings", "ing", "ies", "es", "s", "ed"):
+    """A light English stemmer: plurals to the singular (allottees -> allottee, penalties ->
+    penalty), then -ation, -ment, -ing, -ed off words that keep 4 letters."""
+    if len(word) <= 4:
+        return word
+    if word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif word.endswith(("sses", "shes", "ches", "xes")):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ation", "ment", "ing", "ed"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
             return word[: -len(suffix)]
     return word

@@ -52,17 +52,21 @@ def test_materialize_prints_summary_and_records_runs(
         "prepare_dagster_home()\n"
         "with dg.DagsterInstance.get() as i:\n"
         "    runs = i.get_runs()\n"
-        "    tag = runs[0].tags.get('dagster/partition')\n"
-        "    print(type(i.run_storage).__name__, len(runs), tag)\n"
+        "    ingest = [r for r in runs if r.job_name == 'ingest_job']\n"
+        "    asked = [r for r in runs if r.job_name == 'answers_job']\n"
+        "    tag = ingest[0].tags.get('dagster/partition')\n"
+        "    print(type(i.run_storage).__name__, len(ingest), tag, len(asked))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=cli_env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
-    storage, count, partition = out.stdout.split()
+    storage, count, partition, asked = out.stdout.split()
     assert storage == "PostgresRunStorage"
     assert int(count) >= 1
     assert partition == "CENTRAL"
+    assert int(asked) >= 1  # the sample questions were answered after the partitions
+    assert "answers_job: ok" in materialized.stderr
 
 
 def test_stats_json(
