@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,7 @@ from civicsetu_pipelines.questions import (
 from civicsetu_pipelines.retrieval import (
     ACT_JURISDICTION,
     GRAPH_INTENTS,
+    SYNONYMS,
     Candidate,
     Reranker,
     RetrievalSettings,
@@ -179,7 +181,7 @@ class QueryEngine:
             [j for j in scope or [] if j != ACT_JURISDICTION]
         ) >= 2  # fmt: skip
         resolutions = resolve_references(self._conn, query.references, jurisdictions=scope,
-                                         as_of=as_of)  # fmt: skip
+                                         as_of=as_of, context=query.text)  # fmt: skip
         since = timer.stage("references", since)
         ambiguous = [r for r in resolutions if r.ambiguous and not comparing]
         if ambiguous:
@@ -213,6 +215,8 @@ class QueryEngine:
         if not ranked:
             return refusal("no_relevant_data", "Nothing in the stored corpus matches the question.")
         verdict = evidence_verdict(query, ranked, self._unknown_terms)
+        verdict = verdict or state_verdict(query, ranked, self.jurisdictions)
+        verdict = verdict or external_verdict(query, ranked)
         if verdict is not None:
             reason, message = verdict
             return refusal(reason, message, related=[c.summary() for c in ranked[:5]],
@@ -530,7 +534,7 @@ def evidence_verdict(
     if nearest <= ANSWER_DISTANCE:
         return None
     best_overlap = max((term_overlap(query.terms, c.row.get("text")) for c in ranked), default=0)
-    unknown = unknown_terms(query.terms)
+    unknown = [t for t in unknown_terms(query.terms) if not SYNONYMS.get(t)]
     if nearest <= NEAR_DISTANCE and best_overlap >= NEAR_OVERLAP and not unknown:
         return None
     if unknown or not any("fulltext" in c.ranks for c in ranked):
@@ -539,6 +543,41 @@ def evidence_verdict(
                 f"rules) has nothing on this question{words}.")  # fmt: skip
     return ("no_relevant_data", "The stored provisions that come closest do not answer the "
             "question; they are listed as related.")  # fmt: skip
+
+
+def state_verdict(
+    query: Query, ranked: Sequence[Candidate], stored: Sequence[str]
+) -> tuple[str, str] | None:
+    """A question about one state whose own documents hold nothing among the best units is not
+    answered from another jurisdiction's text: refused, with what was found as related."""
+    states = [j for j in query.jurisdictions if j != ACT_JURISDICTION and j in stored]
+    if len(states) != 1 or query.references or "comparison" in query.intents:
+        return None
+    if any(c.row["jurisdiction"] == states[0] for c in ranked):
+        return None
+    return ("no_relevant_data", f"The stored documents of {states[0]} do not cover this; the "
+            "closest provisions of other jurisdictions are listed as related.")  # fmt: skip
+
+
+_OTHER_ENACTMENT = re.compile(
+    r"\b(?:indian\s+penal\s+code|ipc|income[- ]tax|companies\s+act|code\s+of\s+(?:civil|"
+    r"criminal)\s+procedure|cr\.?p\.?c|gst|goods\s+and\s+services\s+tax|stamp\s+act|"
+    r"transfer\s+of\s+property\s+act|consumer\s+protection\s+act|contract\s+act)\b",
+    re.IGNORECASE,
+)
+
+
+def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, str] | None:
+    """A question about another enactment that none of the best units mentions is out of
+    scope (the corpus holds the RERA Act, its FAQ and state RERA rules)."""
+    named = _OTHER_ENACTMENT.search(query.text)
+    if named is None or query.references:
+        return None
+    pattern = re.compile(re.escape(named.group(0)).replace("\\ ", r"\s+"), re.IGNORECASE)
+    if any(pattern.search(str(c.row.get("text") or "")) for c in ranked[:3]):
+        return None
+    return ("out_of_scope", f"The corpus holds the RERA Act, 2016, its FAQ and state RERA rules; "
+            f"it does not hold the {named.group(0)}.")  # fmt: skip
 
 
 def choose_quotes(

@@ -168,7 +168,7 @@ def fulltext_candidates(
     as_of: dt.date | None = None,
 ) -> list[dict[str, Any]]:
     """Top ``limit`` units by ``ts_rank_cd`` for the question's terms (OR semantics)."""
-    text = fulltext_query(terms)
+    text = fulltext_query(with_synonyms(terms))
     if not text:
         return []
     where, values = _filters(jurisdictions, as_of)
@@ -198,12 +198,14 @@ def resolve_references(
     *,
     jurisdictions: Sequence[str] | None = None,
     as_of: dt.date | None = None,
+    context: str = "",
 ) -> list[ReferenceResolution]:
     """Each explicit reference to the finest existing unit of the right document.
 
     A section is the Act's (CENTRAL); a rule, form or annexure belongs to the rules of the
     jurisdiction the question attaches to it, else of the filter's jurisdictions, else of any
-    state (then it may be ambiguous). A label that does not exist resolves to nothing.
+    state (then it may be ambiguous, unless ``context``, the question, names one document's
+    title). A label that does not exist resolves to nothing.
     """
     out: list[ReferenceResolution] = []
     for ref in references:
@@ -228,8 +230,22 @@ def resolve_references(
         finest: dict[tuple[str, str], dict[str, Any]] = {}
         for row in rows:  # longest label first within each document
             finest.setdefault((row["jurisdiction"], row["document_key"]), row)
-        out.append(ReferenceResolution(ref, list(finest.values())))
+        out.append(ReferenceResolution(ref, _by_document_title(list(finest.values()), context)))
     return out
+
+
+def _by_document_title(rows: list[dict[str, Any]], context: str) -> list[dict[str, Any]]:
+    """Of the same label in several documents, the one whose title the question echoes
+    ("Gujarat General Rule 9": the General Rules), when exactly one does best."""
+    if len(rows) < 2 or not context:
+        return rows
+    asked = _stems(context)
+    generic = {"rule", "real", "estate", "regulation", "development", "the", "of", "and"}
+    scores = [len((_stems(str(r.get("document_title") or "")) & asked) - generic) for r in rows]
+    best = max(scores)
+    if best > 0 and scores.count(best) == 1:
+        return [rows[scores.index(best)]]
+    return rows
 
 
 def family_rows(
@@ -336,6 +352,29 @@ class Reranker(Protocol):
 
 _WORD = re.compile(r"[a-z0-9]+")
 
+# Everyday words for the statute's own terms (a general legal thesaurus, not tuned to any
+# question): a question about a "buyer" and a "builder" is about an allottee and a promoter.
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "buyer": ("allottee",), "buyers": ("allottees",), "purchaser": ("allottee",),
+    "homebuyer": ("allottee",), "builder": ("promoter",), "builders": ("promoters",),
+    "developer": ("promoter",), "developers": ("promoters",), "flat": ("apartment",),
+    "flats": ("apartments",), "punishment": ("penalty", "punishable"),
+    "penalty": ("punishment", "punishable"), "fine": ("penalty",), "refund": ("return",),
+    "force": ("commencement",), "commence": ("commencement",), "start": ("commencement",),
+    "broker": ("agent",), "brokers": ("agents",), "tribunal": ("appellate",),
+    "regulator": ("authority",), "deadline": ("within", "period"),
+}  # fmt: skip
+
+
+def with_synonyms(terms: Iterable[str]) -> list[str]:
+    """The terms followed by the statute's words for them (no duplicates, order kept)."""
+    out: dict[str, None] = {}
+    for term in terms:
+        out[term] = None
+        for synonym in SYNONYMS.get(term.lower(), ()):
+            out[synonym] = None
+    return list(out)
+
 
 @functools.lru_cache(maxsize=8192)
 def _stems(text: str) -> frozenset[str]:
@@ -362,10 +401,15 @@ def _stem(word: str) -> str:
 
 def term_overlap(terms: Iterable[str], text: str | None) -> float:
     """Share of the question's terms (stemmed) present in ``text``."""
-    wanted = {_stem(t.lower()) for t in terms if t}
+    have = _stems(text or "")
+    wanted = [t.lower() for t in terms if t]
     if not wanted:
         return 0.0
-    return len(wanted & _stems(text or "")) / len(wanted)
+    found = sum(
+        1 for t in dict.fromkeys(wanted)
+        if _stem(t) in have or any(_stem(s) in have for s in SYNONYMS.get(t, ()))
+    )  # fmt: skip
+    return found / len(dict.fromkeys(wanted))
 
 
 @dataclass
@@ -378,7 +422,9 @@ class DeterministicReranker:
               punishment, fine or compounding) when the question is about penalties;
               0.5 for a unit one DERIVED_FROM step from a hit when it asks how a rule
               implements the Act; 0.3 for one REFERENCES step when it asks about
-              cross-references; 0.3 for a definition (Section 2) when it asks what a word means
+              cross-references; 0.3 for a definition (Section 2) when it asks what a word means;
+              0.25 for a unit of a state the question names; 0.3 for a commencement provision
+              when it asks when something comes into force
     """
 
     name: str = "deterministic"
@@ -409,7 +455,21 @@ def _intent_bonus(query: Query, c: Candidate) -> float:
         bonus += 0.3
     if "definition" in query.intents and str(c.row.get("section_label")) == "Section 2":
         bonus += 0.3
+    if c.row.get("jurisdiction") in query.jurisdictions and c.row.get("jurisdiction") != (
+        ACT_JURISDICTION
+    ):
+        bonus += 0.25  # the question names this state: its own provisions first
+    asks_commencement = {"force", "commence", "commencement", "effect"} & set(query.terms)
+    if (
+        "temporal" in query.intents
+        and asks_commencement
+        and _COMMENCEMENT.search(str(c.row.get("title") or ""))
+    ):
+        bonus += 0.3
     return bonus
+
+
+_COMMENCEMENT = re.compile(r"commencement", re.IGNORECASE)
 
 
 @dataclass
