@@ -148,14 +148,21 @@ def materialize(
     if any(o.status == "ok" for o in outcomes):
         from civicsetu_pipelines.runs import run_job
 
-        with dg.DagsterInstance.get() as instance, console.status("answering the sample "
-                                                                   "questions ..."):  # fmt: skip
-            asked = run_job(instance, "answers_job")
-        state = "[green]ok[/green]" if asked.success else "[red]FAILED[/red]"
-        console.print(f"answers_job: {state} (run {asked.run_id}); answers in "
-                      f"{settings.state_dir / 'reports' / 'answers.json'}")  # fmt: skip
-        if not asked.success:
-            failures.append("answers_job")
+        reports = settings.state_dir / "reports"
+        for job_name, what, where in (
+            ("answers_job", "answering the sample questions", reports / "answers.json"),
+            ("evaluation_job", "scoring the golden questions", reports / "eval" / "report.html"),
+        ):
+            with dg.DagsterInstance.get() as instance, console.status(f"{what} ..."):
+                done = run_job(instance, job_name)
+            state = "[green]ok[/green]" if done.success else "[red]FAILED[/red]"
+            console.print(f"{job_name}: {state} (run {done.run_id}); see {where}")
+            for evaluation in done.get_asset_check_evaluations():
+                if not evaluation.passed:
+                    console.print(f"    [yellow]check {evaluation.asset_key.to_user_string()}:"
+                                  f"{evaluation.check_name} failed[/yellow]")  # fmt: skip
+            if not done.success:
+                failures.append(job_name)
     _summary(wanted)
     console.print(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
@@ -210,6 +217,76 @@ def ask(
                       f"page {c['page']} - {c['source_url']}", markup=False)  # fmt: skip
     out.print(f"\n{result['disclaimer']}", style="dim")
     console.print(f"{result['timings_ms']['total']:.0f} ms")
+
+
+@app.command("eval")
+def eval_command(
+    golden: Annotated[
+        Path | None, typer.Option("--golden", help="A golden JSON Lines file (default: packaged)")
+    ] = None,
+    k: Annotated[int, typer.Option("--k", help="hit@k reported: 1, 3, 5 or 10")] = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Score a golden file against the current stores; prints the headline metrics (per-question
+    rows with --json) and records the run in Postgres. Exit 0 when it ran, whatever the scores."""
+    from civicsetu_pipelines.answers import QueryEngine, default_query_embedder, settings_from_env
+    from civicsetu_pipelines.database import resolve_database_url
+    from civicsetu_pipelines.embedding import embedding_config_from_env
+    from civicsetu_pipelines.evaluation import (
+        GOLDEN_JSONL,
+        GoldenError,
+        evaluate,
+        golden_sha256,
+        load_golden,
+        record,
+    )
+
+    if k not in (1, 3, 5, 10):
+        console.print("[red]--k must be 1, 3, 5 or 10[/red]")
+        raise typer.Exit(2)
+    path = golden or GOLDEN_JSONL
+    try:
+        questions = load_golden(path)
+    except GoldenError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    url = resolve_database_url(Settings.from_env())
+    with (
+        console.status(f"answering {len(questions)} golden questions ..."),
+        QueryEngine(url, default_query_embedder(), settings_from_env()) as engine,
+        _connect_store() as conn,
+    ):
+        result = evaluate(engine, conn, questions, k=k)
+        record(conn, result, scope="ALL", source="cli", golden_file=path.name,
+               golden_sha=golden_sha256(path),
+               model_id=embedding_config_from_env().model_id)  # fmt: skip
+    head = result.headline
+    if as_json:
+        rows = [
+            {"id": r["question_id"], f"hit_at_{k}": r[f"hit_at_{k}"], "hit_at_5": r["hit_at_5"],
+             "reciprocal_rank": r["reciprocal_rank"], "retrieved": r["retrieved"],
+             "status": r["status"], "refusal_correct": r["refusal_correct"],
+             "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
+            for r in result.rows
+        ]  # fmt: skip
+        _print_json({"run_id": result.run_id, "k": k, "headline": head, "questions": rows})
+        return
+    table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name}")
+    table.add_column("metric")
+    table.add_column("value")
+    shown = [f"hit_at_{k}", "mrr", "ndcg_at_10", "recall_at_5", "recall_at_10",
+             "citation_validity", "refusal_correctness", "context_precision", "context_recall",
+             "answer_similarity", "latency_p50_ms", "latency_p95_ms"]  # fmt: skip
+    for metric in shown:
+        value = head.get(metric) if metric != f"hit_at_{k}" else _mean_of(result.rows, metric)
+        table.add_row(metric, "n/a" if value is None else f"{value:.3f}")
+    out.print(table)
+    console.print(f"recorded as run {result.run_id}")
+
+
+def _mean_of(rows: list[dict[str, Any]], metric: str) -> float | None:
+    values = [float(r[metric]) for r in rows if r.get(metric) is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _stats_rows() -> list[dict[str, Any]]:

@@ -12,6 +12,8 @@ if command -v tesseract >/dev/null 2>&1; then
     tesseract --list-langs 2>/dev/null | grep -qx "$lang" || need_apt+=("tesseract-ocr-$lang")
   done
 fi
+# Headless Chromium renders the evaluation report and the Dagster UI in the tests.
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "[setup] installing system packages: ${need_apt[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi

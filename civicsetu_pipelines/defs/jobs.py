@@ -5,15 +5,24 @@ from __future__ import annotations
 import dagster as dg
 
 # Assets over every jurisdiction at once: materialized by their own job after the partitions.
-UNPARTITIONED = ("answers",)
+UNPARTITIONED = ("answers", "golden_eval_all", "eval_report")
 
 
 def build_answers_job() -> dg.UnresolvedAssetJobDefinition:
     """The thin query asset over the materialized stores (questions as run config)."""
     return dg.define_asset_job(
         "answers_job",
-        selection=dg.AssetSelection.assets(*UNPARTITIONED),
+        selection=dg.AssetSelection.assets("answers"),
         description="Answer the configured questions from the stores, with checked citations",
+    )
+
+
+def build_evaluation_job() -> dg.UnresolvedAssetJobDefinition:
+    """Score every golden question and render the analyst report."""
+    return dg.define_asset_job(
+        "evaluation_job",
+        selection=dg.AssetSelection.assets("golden_eval_all", "eval_report"),
+        description="Score all golden questions against the stores and render the report",
     )
 
 
