@@ -7,10 +7,17 @@ from pathlib import Path
 import dagster as dg
 
 from civicsetu_pipelines.config import Settings, neo4j_configured
-from civicsetu_pipelines.defs.assets import answers, graph, ingest, store
+from civicsetu_pipelines.defs.assets import answers, evaluation, graph, ingest, store
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
-from civicsetu_pipelines.defs.jobs import build_answers_job, build_ingest_job
+from civicsetu_pipelines.defs.jobs import (
+    build_answers_job,
+    build_evaluation_job,
+    build_ingest_job,
+)
 from civicsetu_pipelines.defs.resources import default_resources
+from civicsetu_pipelines.defs.schedules import build_reingest_schedules
+from civicsetu_pipelines.defs.sensors import build_gazette_sensor
+from civicsetu_pipelines.gazette_watch import registry_files_for
 
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:
@@ -19,9 +26,18 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     resources["parquet_io"] = PartitionedParquetIOManager(
         base_dir=str(Path(settings.storage_dir) / "assets")
     )
+    ingest_job = build_ingest_job(neo4j_enabled=neo4j_configured())
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, store, graph, answers]),
-        asset_checks=dg.load_asset_checks_from_modules([ingest, store, graph, answers]),
-        jobs=[build_ingest_job(neo4j_enabled=neo4j_configured()), build_answers_job()],
+        assets=dg.load_assets_from_modules([ingest, store, graph, answers, evaluation]),
+        asset_checks=dg.load_asset_checks_from_modules([ingest, store, graph, answers, evaluation]),
+        jobs=[ingest_job, build_answers_job(), build_evaluation_job()],
+        schedules=build_reingest_schedules(ingest_job),
+        sensors=[
+            build_gazette_sensor(
+                ingest_job,
+                mirror_dirs=settings.mirror_dirs,
+                registry_files=registry_files_for(settings),
+            )
+        ],
         resources=resources,
     )

@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from civicsetu_pipelines.answers import QueryEngine
-from civicsetu_pipelines.defs.assets import OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.resources import (
     AnswerResource,
     CorpusResource,
@@ -38,6 +38,7 @@ class AnswersConfig(dg.Config):
 
 @dg.asset(
     group_name="out",
+    automation_condition=EAGER,
     kinds={"python", "postgres"},
     owners=OWNERS,
     deps=["legal_chunks", "graph_edges"],

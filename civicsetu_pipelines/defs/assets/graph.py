@@ -8,7 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from civicsetu_pipelines.config import neo4j_configured
-from civicsetu_pipelines.defs.assets import OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
 from civicsetu_pipelines.graph import build_edges, document_rows, replace_edges
@@ -24,6 +24,7 @@ DERIVATION_TARGET = 0.9
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     group_name="out",
+    automation_condition=EAGER,
     kinds={"postgres"},
     owners=OWNERS,
     deps=["legal_chunks"],
@@ -187,6 +188,7 @@ NEO4J_STATUS = (
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     group_name="out",
+    automation_condition=EAGER if neo4j_configured() else None,
     kinds={"neo4j"},
     owners=OWNERS,
     deps=["graph_edges"],
@@ -207,6 +209,7 @@ def neo4j_graph(
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     group_name="out",
+    automation_condition=EAGER,
     kinds={"csv", "neo4j"},
     owners=OWNERS,
     deps=["graph_edges"],

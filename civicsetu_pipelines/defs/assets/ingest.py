@@ -12,7 +12,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from civicsetu_pipelines.defs.assets import OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
 from civicsetu_pipelines.ingest import chunk_rows, fetch_rows, page_records, parse_rows_cached
@@ -121,6 +121,7 @@ def raw_pdfs(context: dg.AssetExecutionContext, corpus: CorpusResource):
     partitions_def=jurisdiction_partitions,
     io_manager_key="parquet_io",
     group_name="core",
+    automation_condition=EAGER,
     kinds={"pymupdf", "parquet"},
     owners=OWNERS,
     check_specs=[
@@ -203,12 +204,14 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
     outs={
         "section_chunks": dg.AssetOut(
             io_manager_key="parquet_io",
+            automation_condition=EAGER,
             kinds={"parquet"},
             owners=OWNERS,
             description="Section-aware chunks with legal paths, labels, titles and pages",
         ),
         "document_structure": dg.AssetOut(
             io_manager_key="parquet_io",
+            automation_condition=EAGER,
             kinds={"parquet"},
             owners=OWNERS,
             description="Per-document structure report: units, gaps, coverage",
@@ -284,6 +287,7 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     group_name="out",
+    automation_condition=EAGER,
     kinds={"postgres"},
     owners=OWNERS,
     io_manager_key="parquet_io",

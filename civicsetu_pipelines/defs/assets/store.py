@@ -11,7 +11,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from civicsetu_pipelines.defs.assets import OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
 from civicsetu_pipelines.embedding import document_text, text_sha256
@@ -43,6 +43,7 @@ def _check(name: str, asset: str, description: str, blocking: bool = False) -> d
     partitions_def=jurisdiction_partitions,
     io_manager_key="parquet_io",
     group_name="core",
+    automation_condition=EAGER,
     kinds={"sentence-transformers", "parquet"},
     owners=OWNERS,
     op_tags=EMBEDDING_TAGS,
@@ -153,6 +154,7 @@ STORE_CHECKS = [
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     group_name="out",
+    automation_condition=EAGER,
     kinds={"postgres", "pgvector"},
     owners=OWNERS,
     check_specs=STORE_CHECKS,
