@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -173,6 +174,80 @@ def materialize(
     if failures:
         console.print(f"[red]Runs failed for: {failures}[/red]")
         raise typer.Exit(1)
+
+
+@app.command("backfill")
+def backfill(
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Jurisdictions (repeatable); default: all"),
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the runs")] = True,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait at most")] = 7200.0,
+) -> None:
+    """Backfill ingest_job over all jurisdictions or the chosen ones, through the Dagster daemon
+    (the same as a backfill launched from the UI): one queued run per partition, launched by the
+    daemon under the run queue's limits. Exit 0 when every run succeeded, 1 when one failed,
+    3 on timeout."""
+    import time
+
+    import dagster as dg
+
+    from civicsetu_pipelines.instance import prepare_dagster_home
+    from civicsetu_pipelines.registry import load_registry
+
+    settings = Settings.from_env()
+    home = prepare_dagster_home(settings)
+    known = load_registry().jurisdictions()
+    wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
+    unknown = [j for j in wanted if j not in known]
+    if unknown:
+        console.print(f"[red]Unknown jurisdiction(s) {unknown}; known: {known}[/red]")
+        raise typer.Exit(2)
+    dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
+    cmd = [dagster, "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
+           "ingest_job", "--partitions", ",".join(wanted), "--noprompt"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=home, capture_output=True, text=True)
+    found = re.search(r"Launched backfill job `([^`]+)`", proc.stdout)
+    if proc.returncode != 0 or not found:
+        console.print(f"[red]The backfill was not launched:[/red] {proc.stderr.strip()[-800:]}")
+        raise typer.Exit(1)
+    backfill_id = found.group(1)
+    console.print(f"backfill {backfill_id}: {len(wanted)} partition(s) {wanted} queued")
+    with dg.DagsterInstance.get() as instance:
+        if not _daemon_alive(instance):
+            console.print("[yellow]No Dagster daemon is running: the runs wait in the queue "
+                          "until one starts (`civicsetu dev`).[/yellow]")  # fmt: skip
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        runs_filter = dg.RunsFilter(tags={"dagster/backfill": backfill_id})
+        with console.status("waiting for the runs ...") as status:
+            while True:
+                runs = instance.get_runs(filters=runs_filter)
+                done = [r for r in runs if r.is_finished]
+                status.update(f"{len(done)}/{len(runs)} runs finished ...")
+                if runs and len(done) == len(runs):
+                    break
+                if time.monotonic() > deadline:
+                    console.print(f"[red]Timed out after {timeout:.0f}s[/red]")
+                    raise typer.Exit(3)
+                time.sleep(2)
+    failed = [r for r in runs if r.status != dg.DagsterRunStatus.SUCCESS]
+    for run in sorted(runs, key=lambda r: r.tags.get("dagster/partition", "")):
+        state = "[green]ok[/green]" if run.status == dg.DagsterRunStatus.SUCCESS else (
+            f"[red]{run.status.value}[/red]")  # fmt: skip
+        console.print(f"  {run.tags.get('dagster/partition')}: {state} (run {run.run_id})")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _daemon_alive(instance: Any, within_s: float = 120.0) -> bool:
+    """Whether a Dagster daemon has sent a heartbeat recently."""
+    import time
+
+    beats = instance.get_daemon_heartbeats()
+    return any(time.time() - beat.timestamp < within_s for beat in beats.values())
 
 
 @app.command("ask")

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dagster as dg
 
+# dagster.yaml limits runs with this tag value to one at a time.
+WORKLOAD_TAG = "civicsetu/workload"
+
 # Assets over every jurisdiction at once: materialized by their own job after the partitions.
 UNPARTITIONED = ("answers", "golden_eval_all", "eval_report")
 
@@ -38,6 +41,7 @@ def build_ingest_job(*, neo4j_enabled: bool) -> dg.UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         "ingest_job",
         selection=selection,
+        tags={WORKLOAD_TAG: "embedding"},
         description="Fetch, parse, chunk, embed, store and link every registry document of a "
         f"jurisdiction{note}",
     )
