@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -610,21 +611,43 @@ def graph_neighbours(
 def dev(
     port: Annotated[int, typer.Option(help="Webserver port")] = 3000,
     host: Annotated[str, typer.Option(help="Webserver host")] = "127.0.0.1",
+    keep_db: Annotated[
+        bool, typer.Option("--keep-db", help="Leave the embedded Postgres running on exit")
+    ] = False,
 ) -> None:
-    """Start the Dagster UI and daemon on the project's instance (Ctrl-C stops both)."""
+    """Start the embedded Postgres, the Dagster webserver and the daemon together; Ctrl-C stops
+    them together (the Postgres only if this command started it, and not with --keep-db)."""
+    from civicsetu_pipelines.database import EmbeddedPostgres
     from civicsetu_pipelines.instance import prepare_dagster_home
 
-    home = prepare_dagster_home(Settings.from_env())
+    settings = Settings.from_env()
+    embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
+    was_running = embedded is not None and bool(embedded.status()["running"])
+    home = prepare_dagster_home(settings)  # starts the embedded Postgres when needed
     dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
     cmd = [dagster, "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", host, "-p", str(port)]
-    console.print(f"Dagster UI on http://{host}:{port} (Ctrl-C to stop)")
+    console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C stops both"
+                  + ("" if was_running or keep_db or embedded is None else " and the Postgres")
+                  + ")")  # fmt: skip
     # Run from DAGSTER_HOME: the repository's dagster.yaml is a template copied there.
     proc = subprocess.Popen(cmd, cwd=home)
+    interrupted = False
+
+    def on_interrupt(signum: int, frame: object) -> None:
+        # Ctrl-C reaches the whole process group: dagster dev stops the webserver and the
+        # daemon on its own; this process waits for that, then stops the Postgres.
+        nonlocal interrupted
+        interrupted = True
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        raise typer.Exit(proc.wait())
-    except KeyboardInterrupt:
-        proc.terminate()
-        raise typer.Exit(proc.wait()) from None
+        code = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if embedded is not None and not was_running and not keep_db:
+            embedded.stop()
+            console.print("embedded Postgres stopped")
+    raise typer.Exit(0 if interrupted or code == 0 else code)
 
 
 def main() -> None:
