@@ -11,16 +11,12 @@ seconds), later processes load them from numba's on-disk cache (a few seconds), 
 same process take milliseconds.
 
 ragas' non-LLM metrics (:func:`ragas_non_llm`): ``NonLLMContextPrecisionWithReference``,
-``NonLLMContextRecall`` and ``NonLLMStringSimilarity`` (Levenshtein, rapidfuzz). ragas itself
-cannot be installed next to this project's pins: ragas >= 0.3.2 needs ``instructor``, every
-release of which needs ``rich<15`` (or ``docstring-parser<0.17``), while the project pins
-``rich==15.0.0`` (and has docstring-parser 0.18); ragas <= 0.3.1 imports
-``langchain_community.chat_models.vertexai``, which only langchain-community <= 0.4.1 ships, and
-those need ``dataclasses-json`` -> ``marshmallow<4``, while great-expectations brought
-marshmallow 4.4.0. So, by default, the three metrics are a line-for-line reimplementation of
-ragas' definitions (identical in ragas 0.3.1 and 0.4.3, ``ragas/metrics/_string.py``,
-``_context_precision.py``, ``_context_recall.py``) on rapidfuzz; when ragas does import, the
-real ragas metric objects are used instead (``backend="auto"``), and a test checks both agree.
+``NonLLMContextRecall`` and ``NonLLMStringSimilarity`` (Levenshtein, rapidfuzz), computed by the
+real ragas metric objects (ragas 0.3.1, pinned in pyproject.toml: the newest that installs next
+to great-expectations and rich 15 -- ragas >= 0.3.2 needs ``instructor``, which needs
+``rich<15``; 0.3.1 needs ``marshmallow<4`` through langchain-community/dataclasses-json). A
+line-for-line reimplementation of the same definitions on rapidfuzz is kept as the fallback for
+an environment where ragas does not import (``backend="auto"``); a test checks both agree.
 """
 
 from __future__ import annotations
@@ -311,21 +307,19 @@ def _rapidfuzz_score(name: str, fields: Mapping[str, Any]) -> float:
 def ragas_llm(
     items: Sequence[Judged], llm_settings: LLMSettings | None, runs: int = 3
 ) -> dict[str, dict[str, float]] | None:
-    """Faithfulness and response relevancy judged by an OpenAI-compatible endpoint: not available.
+    """Faithfulness and response relevancy judged by an OpenAI-compatible endpoint: NOT BUILT.
 
-    Returns None when no endpoint is configured (``llm_settings`` is None) — and, for now, also
-    when one is: these metrics need ragas (its LLM prompts and, for response relevancy,
-    embeddings), and ragas cannot be installed next to this project's pins (``rich==15.0.0`` vs
-    instructor's ``rich<15``; great-expectations' marshmallow 4 vs langchain-community's
-    ``marshmallow<4``; see the module docstring). Nothing here is reimplemented: an LLM judge's
-    prompts are ragas' substance, not a formula.
+    Returns None when no endpoint is configured (``llm_settings`` is None) -- and also when one
+    is, with a warning: wiring ragas' judge (its LLM wrapper around the endpoint, averaged over
+    ``runs``, and an embeddings wrapper for response relevancy) is not done, because no endpoint
+    exists here to test it against. The report and the tables show these metrics as absent.
     """
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     if llm_settings is None:
         return None
     log.warning(
-        "LLM-judged ragas metrics skipped for %d questions: ragas is not installable here",
+        "LLM-judged ragas metrics skipped for %d questions: the judge path is not built",
         len(items),
     )
     return None
