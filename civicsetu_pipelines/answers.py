@@ -712,9 +712,17 @@ def settings_from_env() -> AnswerSettings:
 
 
 def default_query_embedder() -> Callable[[str], np.ndarray]:
-    """The configured embedding model, in this process (a query is one short text)."""
+    """The configured embedding model, in this process (a query is one short text).
+
+    Torch runs on one thread here: a one-sentence query gains nothing from a second one, and on
+    a busy 2-core machine two threads oversubscribe the cores (bench/bench_answers.py under
+    load: p95 of the answer path 151 ms with 2 threads, 42 ms with 1).
+    """
+    import torch
+
     from civicsetu_pipelines.config import Settings
     from civicsetu_pipelines.embedding import Embedder, embedding_config_from_env
 
+    torch.set_num_threads(1)
     embedder = Embedder(embedding_config_from_env(), Settings.from_env().state_dir / "models")
     return embedder.embed_query
