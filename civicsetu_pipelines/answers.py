@@ -116,6 +116,11 @@ class QueryEngine:
             cur.execute("SELECT DISTINCT jurisdiction FROM legal_chunks ORDER BY 1")
             self.jurisdictions = [str(r[0]) for r in cur.fetchall()]
 
+    @property
+    def embed_query(self) -> Callable[[str], np.ndarray]:
+        """The query embedder (evaluation uses it for ragas' response relevancy)."""
+        return self._embed_query
+
     def close(self) -> None:
         self._conn.close()
 

@@ -332,7 +332,7 @@ def eval_command(
         QueryEngine(url, default_query_embedder(), settings_from_env()) as engine,
         _connect_store() as conn,
     ):
-        result = evaluate(engine, conn, questions, k=k)
+        result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm)
         record(conn, result, scope="ALL", source="cli", golden_file=path.name,
                golden_sha=golden_sha256(path),
                model_id=embedding_config_from_env().model_id)  # fmt: skip

@@ -22,9 +22,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from civicsetu_pipelines.answers import QueryEngine
 from civicsetu_pipelines.citations import quote_in
+from civicsetu_pipelines.llm import LLMSettings
 from civicsetu_pipelines.metrics import (
     Judged,
     citation_validity,
+    ragas_llm,
     ragas_non_llm,
     refusal_correct,
     retrieval_scores,
@@ -155,8 +157,13 @@ def evaluate(
     *,
     k: int = 5,
     with_ragas: bool = True,
+    judge: LLMSettings | None = None,
+    judge_runs: int = 3,
 ) -> EvalResult:
-    """Answer every golden question (top-``k``) and score it. Only ``query`` reaches the engine."""
+    """Answer every golden question (top-``k``) and score it. Only ``query`` reaches the engine.
+
+    With a ``judge`` endpoint, faithfulness and response relevancy are judged by it (averaged
+    over ``judge_runs`` runs); otherwise they stay empty."""
     judged: list[Judged] = []
     answers: dict[str, dict[str, Any]] = {}
     expected_text = _units_text(conn, (s for g in golden for s in g.expected_sections))
@@ -183,10 +190,12 @@ def evaluate(
                 contexts=tuple(retrieved_text.get(r, "") for r in dict.fromkeys(retrieved)),
                 reference_contexts=tuple(expected_text.get(s, "") for s in item.expected_sections),
                 latency_ms=float(result["timings_ms"].get("total", 0.0)),
+                question=item.query,
             )
         )
     retrieval = retrieval_scores(judged)
     ragas = ragas_non_llm(judged) if with_ragas else {}
+    judged_by_llm = ragas_llm(judged, judge, judge_runs, embed_query=engine.embed_query) or {}
     rows: list[dict[str, Any]] = []
     for item, j in zip(golden, judged, strict=True):
         result = answers[item.id]
@@ -218,8 +227,9 @@ def evaluate(
         row["context_precision"] = extra.get("context_precision")
         row["context_recall"] = extra.get("context_recall")
         row["answer_similarity"] = extra.get("answer_similarity")
-        row["faithfulness"] = None
-        row["response_relevancy"] = None
+        by_judge = judged_by_llm.get(item.id, {})
+        row["faithfulness"] = by_judge.get("faithfulness")
+        row["response_relevancy"] = by_judge.get("response_relevancy")
         rows.append(row)
     return EvalResult(rows, headline(rows), k)
 

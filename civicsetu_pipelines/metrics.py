@@ -25,7 +25,7 @@ import asyncio
 import logging
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -62,6 +62,7 @@ class Judged:
     contexts: tuple[str, ...]  # texts of the retrieved units
     reference_contexts: tuple[str, ...]  # texts of the expected units
     latency_ms: float
+    question: str = ""  # the golden query (for the LLM-judged response relevancy)
 
 
 # --- retrieval ------------------------------------------------------------------------------
@@ -305,21 +306,84 @@ def _rapidfuzz_score(name: str, fields: Mapping[str, Any]) -> float:
 
 
 def ragas_llm(
-    items: Sequence[Judged], llm_settings: LLMSettings | None, runs: int = 3
+    items: Sequence[Judged],
+    llm_settings: LLMSettings | None,
+    runs: int = 3,
+    *,
+    embed_query: Callable[[str], Any] | None = None,
 ) -> dict[str, dict[str, float]] | None:
-    """Faithfulness and response relevancy judged by an OpenAI-compatible endpoint: NOT BUILT.
+    """Faithfulness and response relevancy judged by an OpenAI-compatible endpoint (ragas'
+    ``Faithfulness`` and ``ResponseRelevancy``), each averaged over ``runs`` runs because single
+    LLM-judged runs are unstable. None when no endpoint is configured.
 
-    Returns None when no endpoint is configured (``llm_settings`` is None) -- and also when one
-    is, with a warning: wiring ragas' judge (its LLM wrapper around the endpoint, averaged over
-    ``runs``, and an embeddings wrapper for response relevancy) is not done, because no endpoint
-    exists here to test it against. The report and the tables show these metrics as absent.
+    Only answered in-scope questions are judged. Response relevancy compares the question with
+    the questions the judge generates from the answer, through ``embed_query`` (the project's
+    embedding model); without it only faithfulness is computed. A run that fails or returns NaN
+    is left out of the mean; a question with no successful run has no score.
     """
     if runs < 1:
         raise ValueError(f"runs must be >= 1, got {runs}")
     if llm_settings is None:
         return None
-    log.warning(
-        "LLM-judged ragas metrics skipped for %d questions: the judge path is not built",
-        len(items),
+    if _ragas_metrics() is None:
+        log.warning("LLM-judged metrics skipped: ragas is not importable here")
+        return None
+    from langchain_openai import ChatOpenAI
+    from ragas import SingleTurnSample
+    from ragas.llms import LangchainLLMWrapper
+    from ragas.metrics import Faithfulness, ResponseRelevancy
+
+    chat = ChatOpenAI(
+        base_url=llm_settings.base_url,
+        model=llm_settings.model,
+        api_key=llm_settings.api_key or "not-needed",  # type: ignore[arg-type]
+        temperature=llm_settings.temperature,
+        timeout=llm_settings.timeout_s,
+        max_retries=0,
     )
-    return None
+    llm = LangchainLLMWrapper(chat)
+    judges: dict[str, Any] = {"faithfulness": Faithfulness(llm=llm)}
+    if embed_query is not None:
+        judges["response_relevancy"] = ResponseRelevancy(
+            llm=llm, embeddings=_RagasEmbeddings(embed_query)
+        )
+    chosen = [i for i in items if not i.expect_refusal and not i.refused and i.answer]
+    scores: dict[str, dict[str, list[float]]] = {}
+    for item in chosen:
+        sample = SingleTurnSample(user_input=item.question, response=item.answer,
+                                  retrieved_contexts=list(item.contexts) or [""])  # fmt: skip
+        for name, judge in judges.items():
+            for _ in range(runs):
+                try:
+                    value = float(asyncio.run(judge.single_turn_ascore(sample)))
+                except Exception as exc:  # a judge failure costs that run only
+                    log.warning("%s run failed for %s: %s", name, item.id, type(exc).__name__)
+                    continue
+                if value == value:  # not NaN
+                    scores.setdefault(item.id, {}).setdefault(name, []).append(value)
+    return {
+        qid: {name: sum(values) / len(values) for name, values in by_name.items()}
+        for qid, by_name in scores.items()
+    }
+
+
+class _RagasEmbeddings:
+    """The project's query embedder as ragas embeddings (for response relevancy)."""
+
+    def __new__(cls, embed_query: Callable[[str], Any]) -> Any:
+        from ragas.embeddings import BaseRagasEmbeddings
+
+        class Wrapped(BaseRagasEmbeddings):  # type: ignore[misc]
+            def embed_query(self, text: str) -> list[float]:
+                return [float(x) for x in embed_query(text)]
+
+            def embed_documents(self, texts: list[str]) -> list[list[float]]:
+                return [self.embed_query(t) for t in texts]
+
+            async def aembed_query(self, text: str) -> list[float]:
+                return self.embed_query(text)
+
+            async def aembed_documents(self, texts: list[str]) -> list[list[float]]:
+                return self.embed_documents(texts)
+
+        return Wrapped()

@@ -82,7 +82,7 @@ def _run(
         QueryEngine(postgres.url(), worker.embed_query, answering.settings()) as engine,
         postgres.connect() as conn,
     ):
-        result = evaluate(engine, conn, questions, k=5)
+        result = evaluate(engine, conn, questions, k=5, judge=answering.settings().llm)
         record(
             conn,
             result,
