@@ -366,8 +366,9 @@ def test_reranker_score_formula_by_hand() -> None:
     low = cand("b", fused=1 / 122, ranks={"fulltext": 30}, title="Other", text="nothing")
     ranked = DeterministicReranker().rerank(query, [low, c])
     assert ids(ranked) == ["a", "b"]
-    # fused/top 1.0 + 0.35 * title 0/3 + 0.25 * text 2/3
-    assert c.score == pytest.approx(1.0 + 0.25 * 2 / 3)
+    # fused/top 1.0 + 0.35 * title 1/3 ("Return" is the statute's word for a refund: SYNONYMS)
+    # + 0.25 * text 2/3
+    assert c.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 * 2 / 3)
     assert low.score == pytest.approx(0.5)
     assert DeterministicReranker().name == "deterministic"
 
@@ -405,10 +406,10 @@ def test_reranker_title_overlap_matters() -> None:
     ranked = DeterministicReranker().rerank(query, [plain, titled])
     assert ids(ranked) == ["z", "a"]
     assert titled.score - plain.score == pytest.approx(0.35 * 2 / 3)
-    # the label counts as title too
+    # the label counts as title too; the text's "returned" matches "refund" through SYNONYMS
     by_label = cand("b", fused=1 / 61, ranks={"vector": 1}, label="Refund", text=text)
     DeterministicReranker().rerank(query, [by_label])
-    assert by_label.score == pytest.approx(1.0 + 0.35 / 3)
+    assert by_label.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 / 3)
 
 
 def test_reranker_penalty_provision_boosted_for_a_penalty_question() -> None:
