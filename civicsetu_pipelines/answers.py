@@ -206,7 +206,8 @@ class QueryEngine:
                 "(e.g. 'Section 18') or ask about a specific obligation, right or procedure.",
             )
         exact_rows = [row for r in resolutions for row in r.candidates]
-        if missing and not exact_rows and len(query.terms) < 3:
+        if missing and not exact_rows:  # every unit the question names is absent: never
+            # answer it with other provisions
             return refusal(
                 "no_relevant_data",
                 f"{', '.join(missing)} is not in the stored corpus"
