@@ -5,8 +5,11 @@ Usage: .venv/bin/python bench/bench_answers.py [--rounds 5] [--torch-threads N]
 In ONE process, on the default embedded store (``resolve_database_url(Settings.from_env())``,
 which must already be materialized):
 
-* one :class:`~civicsetu_pipelines.embedding.Embedder` (the model loaded once) and one
-  :class:`~civicsetu_pipelines.answers.QueryEngine` (extractive: no LLM, default reranker);
+* one query embedder, built as the project builds it
+  (:func:`~civicsetu_pipelines.answers.default_query_embedder`: an
+  :class:`~civicsetu_pipelines.embedding.Embedder` over the configured model, loaded once, torch
+  on the thread count the project sets) and one :class:`~civicsetu_pipelines.answers.QueryEngine`
+  (extractive: no LLM, default reranker);
 * a warm-up pass over every question (not timed);
 * ``rounds`` timed passes over the fixed question set below, interleaving per question:
   ``engine.answer(...)`` (wall time, ``perf_counter``), then the FLOOR for the same question:
@@ -15,8 +18,8 @@ which must already be materialized):
   LIMIT 5``) on a separate connection set up once (``register_vector``, statement prepared);
   no joins, no filters, no extra round trips.
 
-``--torch-threads N`` calls ``torch.set_num_threads(N)`` before the model loads (an experiment;
-the default leaves torch's own choice, which is what the project does).
+``--torch-threads N`` then calls ``torch.set_num_threads(N)`` before the model loads, overriding
+the project's setting (an experiment; the default measures what ``civicsetu ask`` runs).
 
 Refusals are part of the answer path and count in its latency; they are also reported apart.
 Prints p50/p95/max of the answer path, p50/p95 of the floor, the ratios, per-stage p50/p95 from
@@ -40,10 +43,9 @@ import psycopg
 import torch
 from pgvector.psycopg import register_vector
 
-from civicsetu_pipelines.answers import QueryEngine, settings_from_env
+from civicsetu_pipelines.answers import QueryEngine, default_query_embedder, settings_from_env
 from civicsetu_pipelines.config import Settings
 from civicsetu_pipelines.database import connect, resolve_database_url
-from civicsetu_pipelines.embedding import Embedder, embedding_config_from_env
 
 TARGET_P95_MS = 100.0
 TARGET_RATIO = 3.0
@@ -210,20 +212,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
+    embed_query = default_query_embedder()
     if args.torch_threads is not None:
         torch.set_num_threads(args.torch_threads)
-    embedder = Embedder(embedding_config_from_env(), settings.state_dir / "models")
-    embedder.embed_query("warm-up")  # loads the model
+    embed_query("warm-up")  # loads the model
     load_s = time.perf_counter() - t0
 
     answer_settings = settings_from_env()
     if answer_settings.llm is not None:
         print("note: CIVICSETU_LLM_BASE_URL is set; this bench measures the extractive path only")
     answer_settings = dataclasses.replace(answer_settings, llm=None)
-    engine = QueryEngine(url, embedder.embed_query, answer_settings)
+    engine = QueryEngine(url, embed_query, answer_settings)
     floor_conn = connect(url, autocommit=True)
     register_vector(floor_conn)
-    floor = floor_query(floor_conn, embedder.embed_query)
+    floor = floor_query(floor_conn, embed_query)
 
     def ask(q: Question) -> dict[str, Any]:
         jurisdictions = list(q.jurisdictions) if q.jurisdictions else None
