@@ -112,6 +112,7 @@ class QueryEngine:
         self.reranker: Reranker = make_reranker(self.settings.cross_encoder)
         prepare_session(self._conn, self.settings.retrieval.ef_search)
         self._page_cache: dict[tuple[str, str, int], str] = {}
+        self._vectors: dict[str, np.ndarray] = {}
         with self._conn.cursor() as cur:
             cur.execute("SELECT DISTINCT jurisdiction FROM legal_chunks ORDER BY 1")
             self.jurisdictions = [str(r[0]) for r in cur.fetchall()]
@@ -151,6 +152,7 @@ class QueryEngine:
         k = parse_top_k(top_k)
         since = timer.stage("understand", since)
         with self._lock:
+            self._vectors = {}  # the question's vector, once per answer
             result = self._answer(query, wanted, date, k, timer, since)
         result["timings_ms"] = timer.finish()
         log.info(
@@ -252,8 +254,10 @@ class QueryEngine:
         since: float,
     ) -> tuple[list[Candidate], float]:
         settings = self.settings.retrieval
-        vector = self._embed_query(query.text)
-        since = timer.stage("embed", since)
+        vector = self._vectors.get(query.text)
+        if vector is None:  # a comparison retrieves once per state: embed the question once
+            vector = self._vectors[query.text] = self._embed_query(query.text)
+            since = timer.stage("embed", since)
         by_vector = vector_candidates(
             self._conn, vector, settings.candidates, jurisdictions=scope, as_of=as_of
         )
