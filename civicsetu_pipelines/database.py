@@ -313,11 +313,22 @@ class EmbeddedPostgres:
                     user=self._data_dir_owner(),
                     check=False,
                 )
-                if result.returncode == 0 or self._running() is None:
+                # A server already shutting down (Ctrl-C reached its process group too) makes
+                # pg_ctl fail while it exits: give it the time to finish.
+                if result.returncode == 0 or self._gone_within(_STOP_TIMEOUT_S):
                     log.info("stopped embedded Postgres pid %s (%s)", info.pid, mode)
                     return True
                 log.warning("pg_ctl stop -m %s failed: %s", mode, result.stderr.strip())
             raise DatabaseError(f"could not stop embedded Postgres pid {info.pid}")
+
+    def _gone_within(self, seconds: float) -> bool:
+        """Whether the server has exited, waiting up to ``seconds`` for it."""
+        deadline = time.monotonic() + seconds
+        while self._running() is not None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
 
     def status(self) -> dict[str, Any]:
         """Keys: ``running``, ``pid``, ``data_dir``, ``uri``, ``server_version``, ``initialized``,
