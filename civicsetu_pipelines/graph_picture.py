@@ -16,12 +16,9 @@ atomically and is deterministic: the same edges, in any order, give the same byt
 from __future__ import annotations
 
 import base64
-import contextlib
 import io
 import math
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +32,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 from PIL import Image
+
+from civicsetu_pipelines.files import write_atomic
 
 EDGE_TYPES = ("DERIVED_FROM", "REFERENCES", "HAS_PART", "EXTERNAL_REFERENCE")
 DRAWN_TYPES = ("REFERENCES", "DERIVED_FROM")  # drawn in this order: derivations on top
@@ -402,19 +401,7 @@ def render_network(
         data = _png(fig)
     finally:
         fig.clear()
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), 0o644)  # mkstemp's 0600 would hide it from others
-            os.fsync(handle.fileno())
-        os.replace(tmp, out_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(out_path, data)
     return PictureSummary(
         path=out_path,
         nodes=n_nodes,

@@ -60,6 +60,8 @@ from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import Patch
 from PIL import Image
 
+from civicsetu_pipelines.files import write_atomic
+
 HEADLINE = (
     "hit_at_5", "mrr", "ndcg_at_10", "recall_at_5", "citation_validity", "refusal_correctness",
 )  # fmt: skip
@@ -1339,23 +1341,6 @@ def markdown_image(path: Path, alt: str = "summary", max_bytes: int = MAX_MARKDO
 # Writing
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Replace ``path`` atomically (temporary file in the same directory, fsync, rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fchmod(handle.fileno(), 0o644)
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def render_report(
     out_dir: Path,
     *,
@@ -1424,9 +1409,9 @@ def render_report(
         ),
         summary_markdown_image="",
     )
-    _write(paths.summary_png, summary)
-    _write(paths.csv, _csv_bytes(questions))
-    _write(paths.html, page.encode("utf-8"))
+    write_atomic(paths.summary_png, summary)
+    write_atomic(paths.csv, _csv_bytes(questions))
+    write_atomic(paths.html, page.encode("utf-8"))
     return ReportFiles(
         html=paths.html,
         csv=paths.csv,
@@ -1489,21 +1474,12 @@ def _console_errors(stderr: str) -> list[str]:
     return out
 
 
-def check_renders(html: Path, chromium: str = "chromium", timeout_s: float = 60) -> RenderCheck:
-    """Load ``html`` in headless Chromium and report whether it rendered cleanly.
-
-    Runs ``chromium --headless=new ... --dump-dom file://...`` with a throwaway profile, then
-    reads the dumped DOM (``<body data-rendered="ok">`` set by :data:`RENDER_CHECK_SCRIPT`, an
-    empty ``<pre id="render-errors">``) and the console errors in Chromium's log. ``ok`` is true
-    only when all of that is clean. Raises :class:`ChromiumNotFoundError` (naming the binary)
-    when Chromium is not installed and :class:`FileNotFoundError` when ``html`` is missing."""
-    binary = shutil.which(chromium)
-    if binary is None:
-        raise ChromiumNotFoundError(chromium)
-    page = Path(html).resolve()
-    if not page.is_file():
-        raise FileNotFoundError(f"{page}: no such HTML file to check")
-    started = time.monotonic()
+def dump_dom(
+    binary: str, url: str, extra_args: Sequence[str], timeout_s: float
+) -> tuple[int, bytes, bytes] | None:
+    """Run headless Chromium on ``url`` with a throwaway profile and ``--dump-dom``: its exit
+    status, stdout (the DOM) and stderr; None when it did not finish within ``timeout_s`` (its
+    process group is killed)."""
     with tempfile.TemporaryDirectory(
         prefix="civicsetu-chromium-", ignore_cleanup_errors=True
     ) as profile:
@@ -1515,12 +1491,10 @@ def check_renders(html: Path, chromium: str = "chromium", timeout_s: float = 60)
             "--disable-dev-shm-usage",
             "--no-first-run",
             "--no-default-browser-check",
-            "--virtual-time-budget=5000",
-            "--enable-logging=stderr",
-            "--v=0",
+            *extra_args,
             f"--user-data-dir={profile}",
             "--dump-dom",
-            page.as_uri(),
+            url,
         ]
         process = subprocess.Popen(
             command,
@@ -1536,19 +1510,46 @@ def check_renders(html: Path, chromium: str = "chromium", timeout_s: float = 60)
                 os.killpg(process.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.communicate(timeout=10)
-            return RenderCheck(
-                False,
-                [f"{binary} did not finish within {timeout_s:g} s"],
-                0,
-                time.monotonic() - started,
-            )
+            return None
+    return process.returncode, stdout, stderr
+
+
+def check_renders(html: Path, chromium: str = "chromium", timeout_s: float = 60) -> RenderCheck:
+    """Load ``html`` in headless Chromium and report whether it rendered cleanly.
+
+    Runs ``chromium --headless=new ... --dump-dom file://...`` with a throwaway profile, then
+    reads the dumped DOM (``<body data-rendered="ok">`` set by :data:`RENDER_CHECK_SCRIPT`, an
+    empty ``<pre id="render-errors">``) and the console errors in Chromium's log. ``ok`` is true
+    only when all of that is clean. Raises :class:`ChromiumNotFoundError` (naming the binary)
+    when Chromium is not installed and :class:`FileNotFoundError` when ``html`` is missing."""
+    binary = shutil.which(chromium)
+    if binary is None:
+        raise ChromiumNotFoundError(chromium)
+    page = Path(html).resolve()
+    if not page.is_file():
+        raise FileNotFoundError(f"{page}: no such HTML file to check")
+    started = time.monotonic()
+    dumped = dump_dom(
+        binary,
+        page.as_uri(),
+        ["--virtual-time-budget=5000", "--enable-logging=stderr", "--v=0"],
+        timeout_s,
+    )
+    if dumped is None:
+        return RenderCheck(
+            False,
+            [f"{binary} did not finish within {timeout_s:g} s"],
+            0,
+            time.monotonic() - started,
+        )
+    returncode, stdout, stderr = dumped
     seconds = time.monotonic() - started
     dom = stdout.decode("utf-8", errors="replace")
     log = stderr.decode("utf-8", errors="replace")
     errors: list[str] = []
-    if process.returncode != 0:
+    if returncode != 0:
         tail = " | ".join(log.strip().splitlines()[-3:])
-        errors.append(f"{binary} exited with status {process.returncode}: {tail}")
+        errors.append(f"{binary} exited with status {returncode}: {tail}")
     reader = _DomReader()
     reader.feed(dom)
     reader.close()

@@ -16,7 +16,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -43,6 +42,7 @@ from civicsetu_pipelines.instance import (
     ENV_DAGSTER_PG_URL,
     prepare_dagster_home,
 )
+from civicsetu_pipelines.report import dump_dom
 
 LOCATION = "civicsetu_pipelines"  # workspace.yaml's location_name
 GROUPS = ("raw", "core", "out", "evaluation")
@@ -436,30 +436,13 @@ def _dump_dom(url: str) -> set[str]:
     page's GraphQL queries finish before the DOM is dumped.
     """
     binary = _chromium()
-    with tempfile.TemporaryDirectory(
-        prefix="civicsetu-chromium-", ignore_cleanup_errors=True
-    ) as profile:
-        command = [binary, "--headless=new", "--no-sandbox", "--disable-gpu",
-                   "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check",
-                   "--window-size=1600,4000", "--virtual-time-budget=20000",
-                   f"--user-data-dir={profile}", "--dump-dom", url]  # fmt: skip
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            stdout, stderr = process.communicate(timeout=CHROMIUM_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.communicate(timeout=10)
-            pytest.fail(f"chromium did not dump {url} within {CHROMIUM_TIMEOUT_S:g} s")
+    extra = ["--window-size=1600,4000", "--virtual-time-budget=20000"]
+    dumped = dump_dom(binary, url, extra, CHROMIUM_TIMEOUT_S)
+    if dumped is None:
+        pytest.fail(f"chromium did not dump {url} within {CHROMIUM_TIMEOUT_S:g} s")
+    returncode, stdout, stderr = dumped
     log = stderr.decode("utf-8", errors="replace").strip().splitlines()
-    assert process.returncode == 0, f"chromium exited {process.returncode}: {log[-5:]}"
+    assert returncode == 0, f"chromium exited {returncode}: {log[-5:]}"
     dom = stdout.decode("utf-8", errors="replace")
     assert dom.strip(), f"chromium dumped no DOM for {url}: {log[-5:]}"
     reader = _TextReader()

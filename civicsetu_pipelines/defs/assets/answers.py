@@ -15,6 +15,7 @@ from civicsetu_pipelines.defs.resources import (
     EmbeddingResource,
     PostgresResource,
 )
+from civicsetu_pipelines.files import write_atomic
 from civicsetu_pipelines.questions import QuestionError
 
 SAMPLE_QUESTIONS = (
@@ -66,8 +67,7 @@ def answers(
             rows.append({"n": number, "question": question, **result})
             context.log.info(f"question {number}/{len(config.questions)}: {result['status']}")
     out = corpus.reports / "answers.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(rows, indent=2, default=str))
+    write_atomic(out, json.dumps(rows, indent=2, default=str).encode())
     statuses = [r["status"] for r in rows]
     return dg.MaterializeResult(
         metadata={
