@@ -106,14 +106,7 @@ def materialize(
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
-    from civicsetu_pipelines.registry import load_registry
-
-    known = load_registry().jurisdictions()
-    wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
-    unknown = [j for j in wanted if j not in known]
-    if unknown:
-        console.print(f"[red]Unknown jurisdiction(s) {unknown}; known: {known}[/red]")
-        raise typer.Exit(2)
+    wanted = _wanted_jurisdictions(jurisdiction)
     from civicsetu_pipelines.runs import run_partitions
 
     @functools.cache
@@ -195,18 +188,11 @@ def backfill(
     import dagster as dg
 
     from civicsetu_pipelines.instance import prepare_dagster_home
-    from civicsetu_pipelines.registry import load_registry
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
-    known = load_registry().jurisdictions()
-    wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
-    unknown = [j for j in wanted if j not in known]
-    if unknown:
-        console.print(f"[red]Unknown jurisdiction(s) {unknown}; known: {known}[/red]")
-        raise typer.Exit(2)
-    dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
-    cmd = [dagster, "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
+    wanted = _wanted_jurisdictions(jurisdiction)
+    cmd = [_dagster_bin(), "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
            "ingest_job", "--partitions", ",".join(wanted), "--noprompt"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=home, capture_output=True, text=True)
     found = re.search(r"Launched backfill job `([^`]+)`", proc.stdout)
@@ -241,6 +227,24 @@ def backfill(
         console.print(f"  {run.tags.get('dagster/partition')}: {state} (run {run.run_id})")
     if failed:
         raise typer.Exit(1)
+
+
+def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
+    """The jurisdictions asked for (all by default); unknown ones exit 2, naming the known."""
+    from civicsetu_pipelines.registry import load_registry
+
+    known = load_registry().jurisdictions()
+    wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
+    unknown = [j for j in wanted if j not in known]
+    if unknown:
+        console.print(f"[red]Unknown jurisdiction(s) {unknown}; known: {known}[/red]")
+        raise typer.Exit(2)
+    return wanted
+
+
+def _dagster_bin() -> str:
+    """The ``dagster`` command of this environment."""
+    return os.path.join(os.path.dirname(sys.executable), "dagster")
 
 
 def _daemon_alive(instance: Any, within_s: float = 120.0) -> bool:
@@ -624,8 +628,16 @@ def dev(
     embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
     was_running = embedded is not None and bool(embedded.status()["running"])
     home = prepare_dagster_home(settings)  # starts the embedded Postgres when needed
-    dagster = os.path.join(os.path.dirname(sys.executable), "dagster")
-    cmd = [dagster, "dev", "-w", str(REPO_ROOT / "workspace.yaml"), "-h", host, "-p", str(port)]
+    cmd = [
+        _dagster_bin(),
+        "dev",
+        "-w",
+        str(REPO_ROOT / "workspace.yaml"),
+        "-h",
+        host,
+        "-p",
+        str(port),
+    ]
     console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C stops both"
                   + ("" if was_running or keep_db or embedded is None else " and the Postgres")
                   + ")")  # fmt: skip
