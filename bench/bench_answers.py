@@ -6,9 +6,10 @@ In ONE process, on the default embedded store (``resolve_database_url(Settings.f
 which must already be materialized):
 
 * one query embedder, built as the project builds it
-  (:func:`~civicsetu_pipelines.answers.default_query_embedder`: an
-  :class:`~civicsetu_pipelines.embedding.Embedder` over the configured model, loaded once, torch
-  on the thread count the project sets) and one :class:`~civicsetu_pipelines.answers.QueryEngine`
+  (:func:`~civicsetu_pipelines.answer.answers.default_query_embedder`: an
+  :class:`~civicsetu_pipelines.store.embedding.Embedder` over the configured model, loaded once,
+  torch on the thread count the project sets) and one
+  :class:`~civicsetu_pipelines.answer.answers.QueryEngine`
   (extractive: no LLM, default reranker);
 * a warm-up pass over every question (not timed);
 * ``rounds`` timed passes over the fixed question set below, interleaving per question:
@@ -43,9 +44,13 @@ import psycopg
 import torch
 from pgvector.psycopg import register_vector
 
-from civicsetu_pipelines.answers import QueryEngine, default_query_embedder, settings_from_env
-from civicsetu_pipelines.config import Settings
-from civicsetu_pipelines.database import connect, resolve_database_url
+from civicsetu_pipelines.answer.answers import (
+    QueryEngine,
+    default_query_embedder,
+    settings_from_env,
+)
+from civicsetu_pipelines.base.settings import Settings
+from civicsetu_pipelines.store.database import connect, resolve_database_url
 
 TARGET_P95_MS = 100.0
 TARGET_RATIO = 3.0

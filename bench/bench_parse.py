@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/bench_parse.py [--repeat 3]
 For every default registry document with a text layer (OCR'd pages excluded: they measure
 Tesseract, reported separately), it times, in the same run:
   * bare:   pymupdf page.get_text() on the ingested pages
-  * parse:  civicsetu_pipelines.pdf_pages.parse_pdf (rows, margins, headers, garble detection)
+  * parse:  civicsetu_pipelines.ingest.pages.parse_pdf (rows, margins, headers, garble detection)
   * chunk:  parse + legal_structure.build_chunks
 and prints pages/second and the ratios parse/bare and (parse+chunk)/bare.
 """
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pymupdf
 
-from civicsetu_pipelines.config import DEFAULT_MIRROR
-from civicsetu_pipelines.legal_structure import build_chunks
-from civicsetu_pipelines.pdf_pages import parse_pdf
-from civicsetu_pipelines.registry import load_registry
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines.ingest.legal_structure import build_chunks
+from civicsetu_pipelines.ingest.pages import parse_pdf
+from civicsetu_pipelines.ingest.registry import load_registry
 
 
 def _best(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]

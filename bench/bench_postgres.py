@@ -37,7 +37,7 @@ from typing import Any
 
 import psycopg
 
-from civicsetu_pipelines.config import Settings
+from civicsetu_pipelines.base.settings import Settings
 
 ROUNDS = 3
 QUERIES = 2000
@@ -146,7 +146,7 @@ def bench_backend(label: str, module: ModuleType, system_user: str, base: Path) 
 
 def bench_wrapper_reuse(state: Path) -> tuple[float, float, float]:
     """civicsetu EmbeddedPostgres: first start, start() while running (reuse), stop."""
-    from civicsetu_pipelines.database import EmbeddedPostgres
+    from civicsetu_pipelines.store.database import EmbeddedPostgres
 
     server = EmbeddedPostgres(state)
     first, _ = _timed(server.start)

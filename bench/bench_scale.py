@@ -74,8 +74,9 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from civicsetu_pipelines.config import Settings
-from civicsetu_pipelines.database import (
+from civicsetu_pipelines.answer.retrieval import prepare_session, vector_candidates
+from civicsetu_pipelines.base.settings import Settings
+from civicsetu_pipelines.store.database import (
     apply_migrations,
     connect,
     ensure_database,
@@ -83,8 +84,7 @@ from civicsetu_pipelines.database import (
     resolve_database_url,
     with_database,
 )
-from civicsetu_pipelines.retrieval import prepare_session, vector_candidates
-from civicsetu_pipelines.store import HNSW_INDEX, prepare
+from civicsetu_pipelines.store.legal_chunks import HNSW_INDEX, prepare
 
 DIM = 384
 K = 10

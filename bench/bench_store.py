@@ -33,17 +33,19 @@ os.environ.pop("CIVICSETU_DATABASE_URL", None)
 import dagster as dg  # noqa: E402
 import pymupdf  # noqa: E402
 
-from civicsetu_pipelines.config import DEFAULT_MIRROR  # noqa: E402
-from civicsetu_pipelines.database import EmbeddedPostgres  # noqa: E402
-from civicsetu_pipelines.embedding import (  # noqa: E402
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR  # noqa: E402
+from civicsetu_pipelines.defs import build_definitions  # noqa: E402
+from civicsetu_pipelines.defs.resources import warm_up_embedder  # noqa: E402
+from civicsetu_pipelines.ingest.registry import DOCUMENTS_YAML, load_registry  # noqa: E402
+from civicsetu_pipelines.operate.instance import prepare_dagster_home  # noqa: E402
+from civicsetu_pipelines.operate.runs import run_partitions  # noqa: E402
+from civicsetu_pipelines.store.database import EmbeddedPostgres  # noqa: E402
+from civicsetu_pipelines.store.embedding import (  # noqa: E402
     Embedder,
     EmbeddingConfig,
     document_text,
     sha256_file,
 )
-from civicsetu_pipelines.instance import prepare_dagster_home  # noqa: E402
-from civicsetu_pipelines.registry import DOCUMENTS_YAML, load_registry  # noqa: E402
-from civicsetu_pipelines.runs import run_partitions  # noqa: E402
 
 CHANGED_DOC = "gujarat_appellate_tribunal_rules_2016"
 
@@ -56,7 +58,8 @@ def materialize(
     meta: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
     with dg.DagsterInstance.get() as instance:
-        outcomes = run_partitions(instance, partitions, force=force)
+        job = build_definitions().resolve_job_def("ingest_job")
+        outcomes = run_partitions(instance, job, partitions, force=force, warm_up=warm_up_embedder)
     seconds = time.perf_counter() - started
     for outcome in outcomes:
         assert outcome.status != "failed", outcome

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from civicsetu_pipelines.config import REPO_ROOT, Settings
+from civicsetu_pipelines.base.settings import REPO_ROOT, Settings
 
 app = typer.Typer(
     help="CivicSetu: RERA gazettes to a cited legal knowledge base.", no_args_is_help=True
@@ -36,7 +36,11 @@ def _print_json(data: Any) -> None:
 @db_app.command("start")
 def db_start() -> None:
     """Start the embedded Postgres (idempotent) and apply migrations."""
-    from civicsetu_pipelines.database import apply_migrations, redact_url, resolve_database_url
+    from civicsetu_pipelines.store.database import (
+        apply_migrations,
+        redact_url,
+        resolve_database_url,
+    )
 
     url = resolve_database_url(Settings.from_env())
     applied = apply_migrations(url)
@@ -48,7 +52,7 @@ def db_start() -> None:
 @db_app.command("stop")
 def db_stop() -> None:
     """Stop the embedded Postgres cleanly."""
-    from civicsetu_pipelines.database import EmbeddedPostgres
+    from civicsetu_pipelines.store.database import EmbeddedPostgres
 
     settings = Settings.from_env()
     if settings.database_url:
@@ -61,11 +65,11 @@ def db_stop() -> None:
 @db_app.command("status")
 def db_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show whether the embedded Postgres is running."""
-    from civicsetu_pipelines.database import EmbeddedPostgres
+    from civicsetu_pipelines.store.database import EmbeddedPostgres
 
     settings = Settings.from_env()
     if settings.database_url:
-        from civicsetu_pipelines.database import redact_url
+        from civicsetu_pipelines.store.database import redact_url
 
         status: dict[str, Any] = {"external": True, "url": redact_url(settings.database_url)}
     else:
@@ -81,7 +85,7 @@ def db_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 @db_app.command("url")
 def db_url() -> None:
     """Print the database URL (starting the embedded server if needed)."""
-    from civicsetu_pipelines.database import resolve_database_url
+    from civicsetu_pipelines.store.database import resolve_database_url
 
     out.print(resolve_database_url(Settings.from_env()), soft_wrap=True)
 
@@ -100,14 +104,15 @@ def materialize(
 
     A jurisdiction whose inputs (documents, registry, code, settings) are unchanged since its
     last successful run is reported up to date and skipped, unless --force."""
-    import dagster as dg
-
-    from civicsetu_pipelines.instance import prepare_dagster_home
+    from civicsetu_pipelines.defs import build_definitions
+    from civicsetu_pipelines.defs.resources import warm_up_embedder
+    from civicsetu_pipelines.operate.instance import prepare_dagster_home
+    from civicsetu_pipelines.operate.runs import open_instance, run_job, run_partitions
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
     wanted = _wanted_jurisdictions(jurisdiction)
-    from civicsetu_pipelines.runs import run_partitions
+    definitions = build_definitions(settings)
 
     @functools.cache
     def stored() -> frozenset[str]:
@@ -118,13 +123,15 @@ def materialize(
         return name in stored()
 
     total = len(wanted)
-    with dg.DagsterInstance.get() as instance, console.status("checking inputs ...") as status:
+    with open_instance() as instance, console.status("checking inputs ...") as status:
         outcomes = run_partitions(
             instance,
+            definitions.resolve_job_def("ingest_job"),
             wanted,
             force=force,
             has_rows=has_rows,
             before=lambda i, name: status.update(f"[{i}/{total}] materializing {name} ..."),
+            warm_up=warm_up_embedder,
         )
     failures = []
     for index, outcome in enumerate(outcomes, 1):
@@ -141,15 +148,13 @@ def materialize(
         if outcome.status == "failed":
             failures.append(outcome.jurisdiction)
     if any(o.status == "ok" for o in outcomes):
-        from civicsetu_pipelines.runs import run_job
-
         reports = settings.state_dir / "reports"
         for job_name, what, where in (
             ("answers_job", "answering the sample questions", reports / "answers.json"),
             ("evaluation_job", "scoring the golden questions", reports / "eval" / "report.html"),
         ):
-            with dg.DagsterInstance.get() as instance, console.status(f"{what} ..."):
-                done = run_job(instance, job_name)
+            with open_instance() as instance, console.status(f"{what} ..."):
+                done = run_job(instance, definitions.resolve_job_def(job_name))
             state = "[green]ok[/green]" if done.success else "[red]FAILED[/red]"
             console.print(f"{job_name}: {state} (run {done.run_id}); see {where}")
             for evaluation in done.get_asset_check_evaluations():
@@ -185,9 +190,8 @@ def backfill(
     3 on timeout."""
     import time
 
-    import dagster as dg
-
-    from civicsetu_pipelines.instance import prepare_dagster_home
+    from civicsetu_pipelines.operate.instance import prepare_dagster_home
+    from civicsetu_pipelines.operate.runs import backfill_runs, daemon_alive, open_instance
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
@@ -201,18 +205,17 @@ def backfill(
         raise typer.Exit(1)
     backfill_id = found.group(1)
     console.print(f"backfill {backfill_id}: {len(wanted)} partition(s) {wanted} queued")
-    with dg.DagsterInstance.get() as instance:
-        if not _daemon_alive(instance):
+    with open_instance() as instance:
+        if not daemon_alive(instance):
             console.print("[yellow]No Dagster daemon is running: the runs wait in the queue "
                           "until one starts (`civicsetu dev`).[/yellow]")  # fmt: skip
         if not wait:
             return
         deadline = time.monotonic() + timeout
-        runs_filter = dg.RunsFilter(tags={"dagster/backfill": backfill_id})
         with console.status("waiting for the runs ...") as status:
             while True:
-                runs = instance.get_runs(filters=runs_filter)
-                done = [r for r in runs if r.is_finished]
+                runs = backfill_runs(instance, backfill_id)
+                done = [r for r in runs if r.finished]
                 status.update(f"{len(done)}/{len(runs)} runs finished ...")
                 if runs and len(done) == len(runs):
                     break
@@ -220,18 +223,17 @@ def backfill(
                     console.print(f"[red]Timed out after {timeout:.0f}s[/red]")
                     raise typer.Exit(3)
                 time.sleep(2)
-    failed = [r for r in runs if r.status != dg.DagsterRunStatus.SUCCESS]
-    for run in sorted(runs, key=lambda r: r.tags.get("dagster/partition", "")):
-        state = "[green]ok[/green]" if run.status == dg.DagsterRunStatus.SUCCESS else (
-            f"[red]{run.status.value}[/red]")  # fmt: skip
-        console.print(f"  {run.tags.get('dagster/partition')}: {state} (run {run.run_id})")
+    failed = [r for r in runs if not r.succeeded]
+    for run in runs:
+        state = "[green]ok[/green]" if run.succeeded else f"[red]{run.status}[/red]"
+        console.print(f"  {run.partition}: {state} (run {run.run_id})")
     if failed:
         raise typer.Exit(1)
 
 
 def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
     """The jurisdictions asked for (all by default); unknown ones exit 2, naming the known."""
-    from civicsetu_pipelines.registry import load_registry
+    from civicsetu_pipelines.ingest.registry import load_registry
 
     known = load_registry().jurisdictions()
     wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
@@ -245,14 +247,6 @@ def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
 def _dagster_bin() -> str:
     """The ``dagster`` command of this environment."""
     return os.path.join(os.path.dirname(sys.executable), "dagster")
-
-
-def _daemon_alive(instance: Any, within_s: float = 120.0) -> bool:
-    """Whether a Dagster daemon has sent a heartbeat recently."""
-    import time
-
-    beats = instance.get_daemon_heartbeats()
-    return any(time.time() - beat.timestamp < within_s for beat in beats.values())
 
 
 @app.command("ask")
@@ -270,8 +264,8 @@ def ask(
 ) -> None:
     """Answer a question from the stored corpus with verbatim citations, or refuse with the
     reason. Exit 0 for an answer or a refusal, 2 for bad input."""
-    from civicsetu_pipelines.answers import answer
-    from civicsetu_pipelines.questions import QuestionError
+    from civicsetu_pipelines.answer.answers import answer
+    from civicsetu_pipelines.answer.questions import QuestionError
 
     try:
         result = answer(question, jurisdictions=jurisdiction, as_of=as_of, top_k=top_k)
@@ -309,10 +303,12 @@ def eval_command(
 ) -> None:
     """Score a golden file against the current stores; prints the headline metrics (per-question
     rows with --json) and records the run in Postgres. Exit 0 when it ran, whatever the scores."""
-    from civicsetu_pipelines.answers import QueryEngine, default_query_embedder, settings_from_env
-    from civicsetu_pipelines.database import resolve_database_url
-    from civicsetu_pipelines.embedding import embedding_config_from_env
-    from civicsetu_pipelines.evaluation import (
+    from civicsetu_pipelines.answer.answers import (
+        QueryEngine,
+        default_query_embedder,
+        settings_from_env,
+    )
+    from civicsetu_pipelines.evaluate.scoring import (
         GOLDEN_JSONL,
         GoldenError,
         evaluate,
@@ -320,6 +316,8 @@ def eval_command(
         load_golden,
         record,
     )
+    from civicsetu_pipelines.store.database import resolve_database_url
+    from civicsetu_pipelines.store.embedding import embedding_config_from_env
 
     if k not in (1, 3, 5, 10):
         console.print("[red]--k must be 1, 3, 5 or 10[/red]")
@@ -375,9 +373,9 @@ def _stats_rows() -> list[dict[str, Any]]:
 
 def _read_stats() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per-document catalog rows and per-jurisdiction store rows."""
-    from civicsetu_pipelines.catalog import read_stats
-    from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
-    from civicsetu_pipelines.store import store_stats
+    from civicsetu_pipelines.store.catalog import read_stats
+    from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
+    from civicsetu_pipelines.store.legal_chunks import store_stats
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
@@ -477,8 +475,8 @@ def sections(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List label, title and first page of each top-level unit of a document."""
-    from civicsetu_pipelines.catalog import read_sections
-    from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+    from civicsetu_pipelines.store.catalog import read_sections
+    from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
@@ -506,7 +504,7 @@ def sections(
 
 
 def _connect_store() -> Any:
-    from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
+    from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
@@ -516,7 +514,7 @@ def _connect_store() -> Any:
 @graph_app.command("stats")
 def graph_stats_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Edges by type and jurisdiction."""
-    from civicsetu_pipelines.graph import graph_stats
+    from civicsetu_pipelines.graph.edges import graph_stats
 
     with _connect_store() as conn:
         stats = graph_stats(conn)
@@ -549,8 +547,8 @@ def graph_export_command(
     ] = None,
 ) -> None:
     """Write the graph as CSV for `neo4j-admin database import full`, with an import.sh."""
-    from civicsetu_pipelines.config import reports_dir
-    from civicsetu_pipelines.neo4j_graph import export_csv, read_snapshot
+    from civicsetu_pipelines.base.settings import reports_dir
+    from civicsetu_pipelines.graph.neo4j_mirror import export_csv, read_snapshot
 
     target = out_dir or reports_dir(Settings.from_env().state_dir) / "neo4j_import" / "all"
     with _connect_store() as conn:
@@ -578,7 +576,7 @@ def graph_neighbours(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Edges around a unit (REFERENCES and DERIVED_FROM, depth 1 or 2)."""
-    from civicsetu_pipelines.graph import neighbours
+    from civicsetu_pipelines.graph.edges import neighbours
 
     with _connect_store() as conn:
         query = (
@@ -621,8 +619,8 @@ def dev(
 ) -> None:
     """Start the embedded Postgres, the Dagster webserver and the daemon together; Ctrl-C stops
     them together (the Postgres only if this command started it, and not with --keep-db)."""
-    from civicsetu_pipelines.database import EmbeddedPostgres
-    from civicsetu_pipelines.instance import prepare_dagster_home
+    from civicsetu_pipelines.operate.instance import prepare_dagster_home
+    from civicsetu_pipelines.store.database import EmbeddedPostgres
 
     settings = Settings.from_env()
     embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
@@ -668,9 +666,9 @@ def main() -> None:
     database that cannot be reached)."""
     import psycopg
 
-    from civicsetu_pipelines.database import MigrationChecksumError
-    from civicsetu_pipelines.errors import DocumentError
-    from civicsetu_pipelines.registry import RegistryError
+    from civicsetu_pipelines.base.errors import DocumentError
+    from civicsetu_pipelines.ingest.registry import RegistryError
+    from civicsetu_pipelines.store.database import MigrationChecksumError
 
     try:
         app()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from civicsetu_pipelines.config import Settings
-from civicsetu_pipelines.database import EmbeddedPostgres, apply_migrations
+from civicsetu_pipelines.base.settings import Settings
+from civicsetu_pipelines.store.database import EmbeddedPostgres, apply_migrations
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +65,7 @@ def corpus_dir() -> Path:
     """The shared corpus mirror (``config.DEFAULT_MIRROR``): fail under ``CI``, else skip."""
     import os
 
-    from civicsetu_pipelines.config import DEFAULT_MIRROR
+    from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
 
     if not DEFAULT_MIRROR.is_dir() or not any(DEFAULT_MIRROR.glob("*.pdf")):
         reason = f"corpus mirror {DEFAULT_MIRROR} not found (expected ../shared/corpus/pdfs)"
@@ -84,7 +84,7 @@ class IngestEnv:
     """
 
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        from civicsetu_pipelines.config import (
+        from civicsetu_pipelines.base.settings import (
             ENV_ENABLE_SEED_STATES,
             ENV_MIRROR_DIRS,
             ENV_OFFLINE,
@@ -102,7 +102,7 @@ class IngestEnv:
         monkeypatch.setenv(ENV_ENABLE_SEED_STATES, "0")
 
     def use_database(self, url: str) -> None:
-        from civicsetu_pipelines.config import ENV_DATABASE_URL
+        from civicsetu_pipelines.base.settings import ENV_DATABASE_URL
 
         self._monkeypatch.setenv(ENV_DATABASE_URL, url)
 
@@ -162,7 +162,7 @@ def store_db(pg_url: str) -> Iterator[str]:
     """
     from psycopg import sql
 
-    from civicsetu_pipelines.database import connect, ensure_database, with_database
+    from civicsetu_pipelines.store.database import connect, ensure_database, with_database
 
     name = f"store_{uuid.uuid4().hex[:12]}"
     ensure_database(pg_url, name)
@@ -180,7 +180,7 @@ def packaged_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     Tests that damage the model copy it elsewhere first.
     """
-    from civicsetu_pipelines.embedding import ensure_packaged_model
+    from civicsetu_pipelines.store.embedding import ensure_packaged_model
 
     models = tmp_path_factory.mktemp("models")
     ensure_packaged_model(models)
@@ -219,7 +219,7 @@ class StoreEnv(IngestEnv):
         """Write ``entries`` as the registry and point ``CIVICSETU_REGISTRY`` at it."""
         import yaml
 
-        from civicsetu_pipelines.config import ENV_REGISTRY
+        from civicsetu_pipelines.base.settings import ENV_REGISTRY
 
         self.registry_path.write_text(
             yaml.safe_dump({"schema_version": 1, "documents": entries}, sort_keys=False)
@@ -278,7 +278,7 @@ class CorpusStore:
         self.models_dir = models_dir
 
     def query_embedder(self) -> Any:
-        from civicsetu_pipelines.embedding import Embedder, EmbeddingConfig
+        from civicsetu_pipelines.store.embedding import Embedder, EmbeddingConfig
 
         return Embedder(EmbeddingConfig(), self.models_dir).embed_query
 
@@ -295,7 +295,7 @@ def corpus_store(
 
     import dagster as dg
 
-    from civicsetu_pipelines.config import (
+    from civicsetu_pipelines.base.settings import (
         DEFAULT_MIRROR,
         ENV_DATABASE_URL,
         ENV_ENABLE_SEED_STATES,
@@ -303,7 +303,7 @@ def corpus_store(
         ENV_OFFLINE,
         ENV_STATE_DIR,
     )
-    from civicsetu_pipelines.database import ensure_database, with_database
+    from civicsetu_pipelines.store.database import ensure_database, with_database
 
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
@@ -321,7 +321,7 @@ def corpus_store(
         patch.setenv(ENV_OFFLINE, "1")
         patch.setenv(ENV_ENABLE_SEED_STATES, "0")
         from civicsetu_pipelines.defs import build_definitions
-        from civicsetu_pipelines.registry import load_registry
+        from civicsetu_pipelines.ingest.registry import load_registry
 
         job = build_definitions().resolve_job_def("ingest_job")
         with dg.DagsterInstance.ephemeral() as instance:

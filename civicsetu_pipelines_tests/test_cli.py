@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from civicsetu_pipelines.config import DEFAULT_MIRROR
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
 
 CLI = str(Path(sys.executable).with_name("civicsetu"))
 
@@ -48,7 +48,7 @@ def test_materialize_prints_summary_and_records_runs(
     # The run is in the Dagster instance (Postgres storage), so the UI shows it.
     code = (
         "import dagster as dg\n"
-        "from civicsetu_pipelines.instance import prepare_dagster_home\n"
+        "from civicsetu_pipelines.operate.instance import prepare_dagster_home\n"
         "prepare_dagster_home()\n"
         "with dg.DagsterInstance.get() as i:\n"
         "    runs = i.get_runs()\n"

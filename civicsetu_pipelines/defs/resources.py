@@ -16,8 +16,10 @@ from pydantic import Field
 if TYPE_CHECKING:
     import neo4j
 
-from civicsetu_pipelines.answers import AnswerSettings
-from civicsetu_pipelines.config import (
+from civicsetu_pipelines.answer.answers import AnswerSettings
+from civicsetu_pipelines.answer.llm import LLMSettings
+from civicsetu_pipelines.answer.retrieval import RetrievalSettings
+from civicsetu_pipelines.base.settings import (
     DEFAULT_MIRROR,
     ENV_CROSS_ENCODER,
     ENV_DATABASE_URL,
@@ -46,10 +48,8 @@ from civicsetu_pipelines.config import (
     pdf_cache_dir,
     reports_dir,
 )
-from civicsetu_pipelines.database import apply_migrations, connect, resolve_database_url
-from civicsetu_pipelines.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
-from civicsetu_pipelines.llm import LLMSettings
-from civicsetu_pipelines.retrieval import RetrievalSettings
+from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
+from civicsetu_pipelines.store.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
 
 
 class CorpusResource(dg.ConfigurableResource):
@@ -230,6 +230,11 @@ class EmbeddingResource(dg.ConfigurableResource):
             if key not in _EMBEDDERS:
                 _EMBEDDERS[key] = ModelWorker(self.config(), Path(key[1]) / "models")
             return _EMBEDDERS[key]
+
+
+def warm_up_embedder() -> None:
+    """Start the environment's embedding model worker (shared by every run of this process)."""
+    embedding_resource_from_env().embedder()
 
 
 def embedding_resource_from_env() -> EmbeddingResource:

@@ -26,10 +26,10 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from civicsetu_pipelines import config
+from civicsetu_pipelines.base import settings as config
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 
-# The setting's name (config.py owns it).
+# The setting's name (base/settings.py owns it).
 ENV_REINGEST_CRON = config.ENV_REINGEST_CRON
 DEFAULT_REINGEST_CRON = "0 3 * * 1"  # Mondays, 03:00
 REINGEST_TIMEZONE = "Asia/Kolkata"

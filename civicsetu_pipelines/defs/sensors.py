@@ -2,7 +2,7 @@
 changes.
 
 Every minute (at most) the sensor loads the registry, fingerprints the PDFs the mirror/drop
-directories hold for it and every registry entry (:mod:`civicsetu_pipelines.gazette_watch`),
+directories hold for it and every registry entry (:mod:`civicsetu_pipelines.operate.gazette_watch`),
 compares that snapshot with the one kept in its cursor and requests one ``ingest_job`` run per
 affected jurisdiction:
 
@@ -40,7 +40,8 @@ import dagster as dg
 import httpx
 
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
-from civicsetu_pipelines.gazette_watch import (
+from civicsetu_pipelines.ingest.registry import RegistryError, load_registry
+from civicsetu_pipelines.operate.gazette_watch import (
     PDF_PREFIX,
     REMOTE_PREFIX,
     CursorError,
@@ -53,7 +54,6 @@ from civicsetu_pipelines.gazette_watch import (
     remote_snapshot,
     snapshot,
 )
-from civicsetu_pipelines.registry import RegistryError, load_registry
 
 SENSOR_NAME = "gazette_change_sensor"
 MINIMUM_INTERVAL_SECONDS = 60

@@ -7,7 +7,9 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from civicsetu_pipelines.answers import QueryEngine
+from civicsetu_pipelines.answer.answers import QueryEngine
+from civicsetu_pipelines.answer.questions import QuestionError
+from civicsetu_pipelines.base.files import write_atomic
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.resources import (
     AnswerResource,
@@ -15,8 +17,6 @@ from civicsetu_pipelines.defs.resources import (
     EmbeddingResource,
     PostgresResource,
 )
-from civicsetu_pipelines.files import write_atomic
-from civicsetu_pipelines.questions import QuestionError
 
 SAMPLE_QUESTIONS = (
     "What does Section 18 say about the return of amount and compensation?",

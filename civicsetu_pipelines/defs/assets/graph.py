@@ -7,15 +7,15 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from civicsetu_pipelines.config import neo4j_configured
+from civicsetu_pipelines.base.settings import neo4j_configured
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
-from civicsetu_pipelines.graph import build_edges, document_rows, replace_edges
-from civicsetu_pipelines.graph_picture import render_network
-from civicsetu_pipelines.neo4j_graph import export_csv, read_snapshot, sync_to_neo4j
-from civicsetu_pipelines.references import UnitIndex
-from civicsetu_pipelines.registry import load_curated_derivations, load_registry
+from civicsetu_pipelines.graph.edges import build_edges, document_rows, replace_edges
+from civicsetu_pipelines.graph.neo4j_mirror import export_csv, read_snapshot, sync_to_neo4j
+from civicsetu_pipelines.graph.picture import render_network
+from civicsetu_pipelines.graph.references import UnitIndex
+from civicsetu_pipelines.ingest.registry import load_curated_derivations, load_registry
 
 UNRESOLVED_LIMIT = 0.05
 DERIVATION_TARGET = 0.9

@@ -1,6 +1,6 @@
 """Ingestion assets: gazette PDFs -> parsed pages -> section chunks -> document catalog.
 
-Thin wrappers over the domain core in :mod:`civicsetu_pipelines.ingest`. Each asset is
+Thin wrappers over the domain core in :mod:`civicsetu_pipelines.ingest.documents`. Each asset is
 partitioned by jurisdiction; a bad document fails its own row (and its check), never the
 partition's other documents.
 """
@@ -15,10 +15,15 @@ import pandas as pd
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
-from civicsetu_pipelines.ingest import chunk_rows, fetch_rows, page_records, parse_rows_cached
-from civicsetu_pipelines.pdf_pages import PdfError
-from civicsetu_pipelines.quality import CHUNKS, DOCUMENTS, PAGES, TableSchema, validate
-from civicsetu_pipelines.registry import DocumentSpec, load_registry
+from civicsetu_pipelines.ingest.documents import (
+    chunk_rows,
+    fetch_rows,
+    page_records,
+    parse_rows_cached,
+)
+from civicsetu_pipelines.ingest.pages import PdfError
+from civicsetu_pipelines.ingest.quality import CHUNKS, DOCUMENTS, PAGES, TableSchema, validate
+from civicsetu_pipelines.ingest.registry import DocumentSpec, load_registry
 
 
 def _specs(jurisdiction: str) -> list[DocumentSpec]:
@@ -302,7 +307,11 @@ def document_catalog(
     """Per-document ingestion summary in Postgres (``documents``, ``document_units``): what
     ``civicsetu stats`` and ``civicsetu sections`` read. Replaced per jurisdiction in one
     transaction."""
-    from civicsetu_pipelines.catalog import build_catalog_rows, replace_jurisdiction, store_pages
+    from civicsetu_pipelines.store.catalog import (
+        build_catalog_rows,
+        replace_jurisdiction,
+        store_pages,
+    )
 
     registry = load_registry()
     jurisdiction = context.partition_key

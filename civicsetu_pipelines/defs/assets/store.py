@@ -1,6 +1,7 @@
 """Store assets: chunk embeddings (cached, incremental) and the versioned pgvector table.
 
-Thin wrappers over :mod:`civicsetu_pipelines.embedding` and :mod:`civicsetu_pipelines.store`.
+Thin wrappers over :mod:`civicsetu_pipelines.store.embedding` and
+:mod:`civicsetu_pipelines.store.legal_chunks`.
 """
 
 import json
@@ -14,9 +15,9 @@ import pandas as pd
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
-from civicsetu_pipelines.embedding import document_text, text_sha256
-from civicsetu_pipelines.registry import load_registry
-from civicsetu_pipelines.store import (
+from civicsetu_pipelines.ingest.registry import load_registry
+from civicsetu_pipelines.store.embedding import document_text, text_sha256
+from civicsetu_pipelines.store.legal_chunks import (
     HNSW_INDEX,
     DocumentVersionInput,
     cache_lookup,

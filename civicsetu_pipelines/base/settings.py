@@ -1,0 +1,147 @@
+"""The one place that reads the environment.
+
+Every setting has a default that works on a fresh machine. The Dagster resources read the same
+variables through ``dg.EnvVar``; the CLI and tests read them here. No other module touches
+``os.environ`` for configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+# The package (its Python sources, SQL-free data and templates) and the repository around it.
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+REPO_ROOT = PACKAGE_DIR.parent
+# Data shipped with the package: the registry, curated derivations, the golden questions.
+DATA_DIR = PACKAGE_DIR / "data"
+
+ENV_STATE_DIR = "CIVICSETU_STATE_DIR"
+ENV_DATABASE_URL = "CIVICSETU_DATABASE_URL"
+ENV_MIRROR_DIRS = "CIVICSETU_MIRROR_DIRS"
+ENV_ENABLE_SEED_STATES = "CIVICSETU_ENABLE_SEED_STATES"
+ENV_OFFLINE = "CIVICSETU_OFFLINE"
+ENV_REGISTRY = "CIVICSETU_REGISTRY"
+ENV_EMBED_MODEL = "CIVICSETU_EMBED_MODEL"
+ENV_EMBED_DIMENSION = "CIVICSETU_EMBED_DIMENSION"
+ENV_EMBED_DOCUMENT_PREFIX = "CIVICSETU_EMBED_DOCUMENT_PREFIX"
+ENV_EMBED_QUERY_PREFIX = "CIVICSETU_EMBED_QUERY_PREFIX"
+ENV_EMBED_BATCH_SIZE = "CIVICSETU_EMBED_BATCH_SIZE"
+ENV_EMBED_DEVICE = "CIVICSETU_EMBED_DEVICE"
+# Automation: the cron of the weekly re-ingestion schedules (Asia/Kolkata).
+ENV_REINGEST_CRON = "CIVICSETU_REINGEST_CRON"
+# Answers: retrieval and the optional OpenAI-compatible generation endpoint.
+ENV_EF_SEARCH = "CIVICSETU_EF_SEARCH"
+ENV_CROSS_ENCODER = "CIVICSETU_CROSS_ENCODER"
+ENV_LLM_BASE_URL = "CIVICSETU_LLM_BASE_URL"
+ENV_LLM_MODEL = "CIVICSETU_LLM_MODEL"
+ENV_LLM_API_KEY = "CIVICSETU_LLM_API_KEY"
+# Neo4j (the driver's usual names): the neo4j_graph asset is enabled when NEO4J_URI is set.
+ENV_NEO4J_URI = "NEO4J_URI"
+ENV_NEO4J_USER = "NEO4J_USER"
+ENV_NEO4J_USERNAME = "NEO4J_USERNAME"  # the other usual name, read when NEO4J_USER is unset
+ENV_NEO4J_PASSWORD = "NEO4J_PASSWORD"
+ENV_NEO4J_DATABASE = "NEO4J_DATABASE"
+
+DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Process-wide settings, resolved from the environment with defaults."""
+
+    state_dir: Path
+    database_url: str | None
+    mirror_dirs: tuple[Path, ...]
+    enable_seed_states: bool
+    offline: bool
+    registry_paths: tuple[Path, ...] = ()  # empty: the packaged documents.yaml
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        state = Path(os.environ.get(ENV_STATE_DIR) or (REPO_ROOT / ".civicsetu")).resolve()
+        mirrors_raw = os.environ.get(ENV_MIRROR_DIRS)
+        if mirrors_raw is None:
+            mirrors: tuple[Path, ...] = (DEFAULT_MIRROR,) if DEFAULT_MIRROR.is_dir() else ()
+        else:
+            mirrors = tuple(Path(p).resolve() for p in mirrors_raw.split(os.pathsep) if p.strip())
+        return cls(
+            state_dir=state,
+            database_url=os.environ.get(ENV_DATABASE_URL) or None,
+            mirror_dirs=mirrors,
+            enable_seed_states=_truthy(os.environ.get(ENV_ENABLE_SEED_STATES)),
+            offline=_truthy(os.environ.get(ENV_OFFLINE)),
+            registry_paths=tuple(
+                Path(p).resolve()
+                for p in (os.environ.get(ENV_REGISTRY) or "").split(os.pathsep)
+                if p.strip()
+            ),
+        )
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.state_dir / "dagster_home"
+
+    @property
+    def storage_dir(self) -> Path:
+        """Where the Parquet IO manager and the content-addressed PDF store live."""
+        return self.state_dir / "storage"
+
+
+def pdf_cache_dir(state_dir: Path | str) -> Path:
+    """Verified PDFs by sha256."""
+    return Path(state_dir) / "storage" / "pdfs"
+
+
+def reports_dir(state_dir: Path | str) -> Path:
+    """Where the pipeline writes files for people to read (graph pictures, exports, reports)."""
+    return Path(state_dir) / "reports"
+
+
+def parse_cache_dir(state_dir: Path | str) -> Path:
+    """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code)."""
+    return Path(state_dir) / "storage" / "parse_cache"
+
+
+def env_is_set(name: str) -> bool:
+    """Whether an environment variable is set to a non-empty value."""
+    return bool(os.environ.get(name))
+
+
+def env_value(name: str, default: str) -> str:
+    """An environment variable's value, or ``default`` when unset or empty."""
+    return os.environ.get(name) or default
+
+
+def answer_env() -> dict[str, str]:
+    """The answer settings that are set: ef_search, cross_encoder, llm_base_url, llm_model,
+    llm_api_key."""
+    names = {"ef_search": ENV_EF_SEARCH, "cross_encoder": ENV_CROSS_ENCODER,
+             "llm_base_url": ENV_LLM_BASE_URL, "llm_model": ENV_LLM_MODEL,
+             "llm_api_key": ENV_LLM_API_KEY}  # fmt: skip
+    return {key: os.environ[name] for key, name in names.items() if os.environ.get(name)}
+
+
+def neo4j_configured() -> bool:
+    """Whether a Neo4j server is configured (``NEO4J_URI`` set)."""
+    return env_is_set(ENV_NEO4J_URI)
+
+
+def model_hub_offline() -> None:
+    """Never let model libraries reach for a model hub (a missing model retries for ~55 s)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def output_settings() -> dict[str, str]:
+    """The settings that change what a materialization produces (for freshness fingerprints)."""
+    names = (
+        ENV_EMBED_MODEL, ENV_EMBED_DIMENSION, ENV_EMBED_DOCUMENT_PREFIX, ENV_EMBED_QUERY_PREFIX,
+        ENV_ENABLE_SEED_STATES, ENV_REGISTRY, ENV_MIRROR_DIRS, ENV_OFFLINE,
+    )  # fmt: skip
+    return {name: os.environ.get(name, "") for name in names}

@@ -1,0 +1,424 @@
+"""The legal graph: edges from chunks, stored in Postgres, and neighbourhood queries.
+
+Pure domain code over psycopg (no Dagster). Nodes are documents (by key) and chunks (by id).
+Edges: ``HAS_PART`` (document -> top-level unit -> sub-unit), ``REFERENCES`` (unit -> the finest
+existing unit it cites), ``DERIVED_FROM`` (a state rule -> the Act section it implements, from
+the rule's own words) and ``EXTERNAL_REFERENCE`` (unit -> another enactment, by name). Every
+reference edge keeps its evidence: the chunk, character offsets and the quoted phrase.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from civicsetu_pipelines.graph.references import (
+    UnitIndex,
+    derivation,
+    extract_references,
+    is_framing_rule,
+    resolve,
+)
+from civicsetu_pipelines.ingest.registry import CuratedDerivation
+
+EDGE_FIELDS = (
+    "edge_type", "source_document", "source_id", "source_label", "target_document", "target_id",
+    "target_label", "evidence_chunk", "evidence_start", "evidence_end", "evidence_phrase",
+    "confidence", "basis", "note",
+)  # fmt: skip
+CURATED_CONFIDENCE = 0.9
+
+
+@dataclass(frozen=True)
+class Edge:
+    edge_type: str
+    source_document: str
+    source_id: str
+    source_label: str
+    target_document: str | None
+    target_id: str | None
+    target_label: str
+    evidence_chunk: str | None = None
+    evidence_start: int | None = None
+    evidence_end: int | None = None
+    evidence_phrase: str | None = None
+    confidence: float = 1.0
+    basis: str = "text"  # structure (HAS_PART) | text (the document's words) | curated
+    note: str | None = None  # why, for curated edges
+
+
+@dataclass
+class GraphBuild:
+    edges: list[Edge] = field(default_factory=list)
+    unresolved: list[dict[str, Any]] = field(default_factory=list)
+    internal: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # per document
+    rules: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # per document
+    framing: set[tuple[str, str]] = field(default_factory=set)  # (document, rule) of definitions
+    curated_problems: list[dict[str, Any]] = field(default_factory=list)
+
+    def unresolved_rate(self, document_key: str) -> float:
+        total = self.internal.get(document_key, 0)
+        missing = sum(1 for u in self.unresolved if u["document"] == document_key)
+        return missing / total if total else 0.0
+
+    def missing_targets(self) -> list[dict[str, Any]]:
+        """Each unresolved target once per document, with how often and where it is cited."""
+        grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for item in self.unresolved:
+            grouped[(item["document"], item["reference"])].append(item)
+        return [
+            {"document": doc, "target": target, "citations": len(items),
+             "cited_in": sorted({i["label"] for i in items}), "phrase": items[0]["phrase"]}
+            for (doc, target), items in sorted(grouped.items())
+        ]  # fmt: skip
+
+    def derivation_coverage(self) -> dict[str, dict[str, Any]]:
+        """Per rules document: how many of its rules derive from an Act section, over all rules
+        and over the substantive ones (not definitions or short title)."""
+        derived: dict[str, set[str]] = defaultdict(set)
+        for edge in self.edges:
+            if edge.edge_type == "DERIVED_FROM":
+                derived[edge.source_document].add(edge.source_label)
+        out = {}
+        for doc, rules in sorted(self.rules.items()):
+            done = [r for r in rules if r in derived[doc]]
+            substantive = [r for r in rules if (doc, r) not in self.framing]
+            out[doc] = {
+                "rules": len(rules),
+                "derived": len(done),
+                "share": round(len(done) / len(rules), 4) if rules else 0.0,
+                "substantive_rules": len(substantive),
+                "substantive_share": round(
+                    sum(r in derived[doc] for r in substantive) / len(substantive), 4
+                )
+                if substantive
+                else 1.0,
+                "not_derived": [r for r in rules if r not in derived[doc]],
+            }
+        return out
+
+
+def build_edges(
+    chunks: Sequence[Mapping[str, Any]],
+    *,
+    doc_types: Mapping[str, str],
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+    curated: Sequence[CuratedDerivation] = (),
+) -> GraphBuild:
+    """Edges of one jurisdiction's chunks. ``indexes`` must hold every document referred to
+    (the jurisdiction's own and the Act's). ``curated`` derivations apply only to rules whose
+    opening names no Act section."""
+    build = GraphBuild()
+    by_rule = {(c.document, c.rule): c for c in curated}
+    by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for chunk in chunks:
+        by_doc[str(chunk["document_key"])].append(chunk)
+    for key, doc_chunks in sorted(by_doc.items()):
+        doc_type = doc_types[key]
+        labels = {str(c["chunk_id"]): str(c["label"]) for c in doc_chunks}
+        rule_text: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+        for chunk in sorted(doc_chunks, key=lambda c: int(c["ordinal"])):
+            cid, label = str(chunk["chunk_id"]), str(chunk["label"])
+            parent = chunk.get("parent_id")
+            if isinstance(parent, str) and parent in labels:
+                parent_label = labels[str(parent)]
+                build.edges.append(
+                    Edge(
+                        "HAS_PART",
+                        key,
+                        str(parent),
+                        parent_label,
+                        key,
+                        cid,
+                        label,
+                        basis="structure",
+                    )  # fmt: skip
+                )
+            else:
+                build.edges.append(
+                    Edge("HAS_PART", key, key, key, key, cid, label, basis="structure")
+                )
+            if chunk["unit"] == "rule":
+                rule_text[str(chunk["section_label"])].append(chunk)
+            for ref in extract_references(str(chunk["text"])):
+                if ref.kind == "external":
+                    build.edges.append(
+                        Edge(
+                            "EXTERNAL_REFERENCE",
+                            key,
+                            cid,
+                            label,
+                            None,
+                            None,
+                            str(ref.external),
+                            cid,
+                            ref.start,
+                            ref.end,
+                            ref.phrase,
+                        )  # fmt: skip
+                    )
+                    continue
+                res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key,
+                              indexes=indexes)  # fmt: skip
+                if res is None:
+                    continue
+                build.internal[key] += 1
+                if not res.resolved:
+                    build.unresolved.append(
+                        {
+                            "document": key,
+                            "chunk": cid,
+                            "label": label,
+                            "reference": ref.label,
+                            "phrase": ref.phrase,
+                        }  # fmt: skip
+                    )
+                    continue
+                if res.target_chunk == cid:
+                    continue  # a unit citing itself ("this section") is no edge
+                build.edges.append(
+                    Edge(
+                        "REFERENCES",
+                        key,
+                        cid,
+                        label,
+                        res.target_document,
+                        res.target_chunk,
+                        str(res.target_label),
+                        cid,
+                        ref.start,
+                        ref.end,
+                        ref.phrase,
+                    )  # fmt: skip
+                )
+        for rule_label, parts in rule_text.items():
+            build.rules[key].append(rule_label)
+            if is_framing_rule(str(parts[0].get("title") or "")):
+                build.framing.add((key, rule_label))
+            derived = _derive(parts[0], key, doc_type, act_key, indexes)
+            entry = by_rule.get((key, rule_label))
+            if derived and entry:
+                build.curated_problems.append(
+                    {"document": key, "rule": rule_label, "problem": "redundant: the rule's "
+                     f"text names {derived[0].target_label}; the curated entry is ignored"}
+                )  # fmt: skip
+            build.edges.extend(derived or _curated(entry, parts[0], act_key, indexes, build))
+        for doc, rule in by_rule:
+            if doc == key and rule not in rule_text:
+                build.curated_problems.append(
+                    {"document": doc, "rule": rule, "problem": "no such rule in the document"}
+                )
+    return build
+
+
+def _derive(
+    head: Mapping[str, Any],
+    key: str,
+    doc_type: str,
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+) -> list[Edge]:
+    """DERIVED_FROM edges of a rule from its opening part's own words."""
+    found = derivation(str(head["text"]), str(head.get("title") or ""))
+    if found is None:
+        return []
+    edges = []
+    for ref in found.references:
+        res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key, indexes=indexes)
+        if res is not None and res.resolved:
+            edges.append(
+                Edge(
+                    "DERIVED_FROM",
+                    key,
+                    str(head["chunk_id"]),
+                    str(head["section_label"]),
+                    res.target_document,
+                    res.target_chunk,
+                    str(res.target_label),
+                    str(head["chunk_id"]),
+                    ref.start,
+                    ref.end,
+                    ref.phrase,
+                    found.confidence,
+                )  # fmt: skip
+            )
+    return edges
+
+
+def _curated(
+    entry: CuratedDerivation | None,
+    head: Mapping[str, Any],
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+    build: GraphBuild,
+) -> list[Edge]:
+    """DERIVED_FROM edges of a rule from the curated table (its note is the evidence)."""
+    if entry is None:
+        return []
+    edges = []
+    index = indexes.get(act_key)
+    for label in entry.sections:
+        found = index.finest(label) if index else None
+        if found is None:
+            build.curated_problems.append(
+                {"document": entry.document, "rule": entry.rule,
+                 "problem": f"{label} is not in {act_key}"}
+            )  # fmt: skip
+            continue
+        edges.append(
+            Edge(
+                "DERIVED_FROM",
+                entry.document,
+                str(head["chunk_id"]),
+                entry.rule,
+                act_key,
+                found[1],
+                found[0],
+                confidence=CURATED_CONFIDENCE,
+                basis="curated",
+                note=entry.note,
+            )  # fmt: skip
+        )
+    return edges
+
+
+DOCUMENT_FIELDS = ("document_key", "internal_references", "unresolved", "unresolved_rate",
+                   "rules", "rules_derived", "missing_targets")  # fmt: skip
+
+
+def document_rows(build: GraphBuild) -> list[dict[str, Any]]:
+    """Per document of a build: references made and unresolved, rules and rules derived."""
+    coverage = build.derivation_coverage()
+    missing = build.missing_targets()
+    keys = sorted(set(build.internal) | set(build.rules))
+    return [
+        {
+            "document_key": key,
+            "internal_references": build.internal.get(key, 0),
+            "unresolved": sum(1 for u in build.unresolved if u["document"] == key),
+            "unresolved_rate": round(build.unresolved_rate(key), 4),
+            "rules": coverage.get(key, {}).get("rules", 0),
+            "rules_derived": coverage.get(key, {}).get("derived", 0),
+            "missing_targets": [m for m in missing if m["document"] == key],
+        }
+        for key in keys
+    ]
+
+
+def replace_edges(
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    edges: Iterable[Edge],
+    documents: Sequence[Mapping[str, Any]] = (),
+) -> int:
+    """Replace a jurisdiction's edges (and its per-document figures, see :func:`document_rows`)
+    in one transaction under its advisory lock."""
+    rows = [(jurisdiction, *(getattr(e, f) for f in EDGE_FIELDS)) for e in edges]
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graph:{jurisdiction}",))
+        cur.execute("DELETE FROM graph_edges WHERE jurisdiction = %s", (jurisdiction,))
+        cur.executemany(
+            f"INSERT INTO graph_edges (jurisdiction, {', '.join(EDGE_FIELDS)}) "
+            f"VALUES (%s, {', '.join(['%s'] * len(EDGE_FIELDS))})",
+            rows,
+        )
+        cur.execute("DELETE FROM graph_documents WHERE jurisdiction = %s", (jurisdiction,))
+        cur.executemany(
+            f"INSERT INTO graph_documents (jurisdiction, {', '.join(DOCUMENT_FIELDS)}) "
+            f"VALUES (%s, {', '.join(['%s'] * len(DOCUMENT_FIELDS))})",
+            [
+                (
+                    jurisdiction,
+                    *(Jsonb(d[f]) if f == "missing_targets" else d[f] for f in DOCUMENT_FIELDS),
+                )
+                for d in documents
+            ],  # fmt: skip
+        )
+    return len(rows)
+
+
+_NEIGHBOURS = """
+WITH RECURSIVE walk(node, depth, path) AS (
+    SELECT %(start)s::text, 0, ARRAY[%(start)s::text]
+  UNION ALL
+    SELECT CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END,
+           w.depth + 1,
+           w.path || CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END
+    FROM walk w
+    JOIN graph_edges e
+      ON e.edge_type = ANY(%(types)s)
+     AND ((%(outgoing)s AND e.source_id = w.node) OR (%(incoming)s AND e.target_id = w.node))
+    WHERE w.depth < %(depth)s AND e.target_id IS NOT NULL
+      AND NOT (CASE WHEN e.source_id = w.node THEN e.target_id ELSE e.source_id END
+               = ANY(w.path))
+)
+SELECT DISTINCT ON (e.edge_id) e.edge_type, e.source_label, e.source_document, e.target_label,
+       e.target_document, e.evidence_phrase, w.depth + 1 AS depth
+FROM walk w
+JOIN graph_edges e
+  ON e.edge_type = ANY(%(types)s)
+ AND ((%(outgoing)s AND e.source_id = w.node) OR (%(incoming)s AND e.target_id = w.node))
+WHERE w.depth < %(depth)s
+ORDER BY e.edge_id
+"""
+
+
+def neighbours(
+    conn: psycopg.Connection[Any],
+    node_id: str,
+    *,
+    types: Sequence[str] = ("REFERENCES", "DERIVED_FROM"),
+    direction: str = "both",
+    depth: int = 1,
+) -> list[dict[str, Any]]:
+    """Edges within ``depth`` (at most 2) of a node, following ``types`` in ``direction``."""
+    if direction not in {"out", "in", "both"}:
+        raise ValueError(f"direction must be out, in or both, not {direction!r}")
+    params = {
+        "start": node_id,
+        "types": list(types),
+        "outgoing": direction in {"out", "both"},
+        "incoming": direction in {"in", "both"},
+        "depth": max(1, min(int(depth), 2)),
+    }
+    with conn.cursor() as cur:
+        cur.execute(_NEIGHBOURS, params)
+        names = [d.name for d in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def graph_stats(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]]:
+    """Edges by jurisdiction and type; per jurisdiction, internal references, unresolved count
+    and rate, and rules derived; per document, the same with its missing targets."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT jurisdiction, edge_type, count(*) FROM graph_edges "
+            "GROUP BY jurisdiction, edge_type ORDER BY jurisdiction, edge_type"
+        )
+        edges = [{"jurisdiction": j, "edge_type": t, "edges": n} for j, t, n in cur.fetchall()]
+        cur.execute(
+            f"SELECT jurisdiction, {', '.join(DOCUMENT_FIELDS)} FROM graph_documents "
+            "ORDER BY jurisdiction, document_key"
+        )
+        names = [d.name for d in cur.description or []]
+        documents = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    by_jurisdiction: dict[str, dict[str, Any]] = {}
+    for doc in documents:
+        row = by_jurisdiction.setdefault(
+            doc["jurisdiction"],
+            {"jurisdiction": doc["jurisdiction"], "internal_references": 0, "unresolved": 0,
+             "rules": 0, "rules_derived": 0},
+        )  # fmt: skip
+        for key in ("internal_references", "unresolved", "rules", "rules_derived"):
+            row[key] += doc[key]
+    for row in by_jurisdiction.values():
+        total = row["internal_references"]
+        row["unresolved_rate"] = round(row["unresolved"] / total, 4) if total else 0.0
+    return {"edges": edges, "jurisdictions": list(by_jurisdiction.values()),
+            "documents": documents}  # fmt: skip

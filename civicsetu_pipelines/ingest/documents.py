@@ -1,0 +1,224 @@
+"""Per-document ingestion steps as plain functions returning table rows (no Dagster).
+
+Every step isolates failures per document: a document that cannot be fetched or parsed yields
+a row with its ``error`` and the others go on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document
+from civicsetu_pipelines.ingest.legal_structure import build_chunks
+from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf
+from civicsetu_pipelines.ingest.registry import DocumentSpec, PageRangeError
+
+PAGE_JSON_COLUMNS = ("rows", "margin_notes", "removed", "flags")
+
+
+def fetch_rows(
+    specs: Sequence[DocumentSpec],
+    *,
+    mirror_dirs: Sequence[Path],
+    cache_dir: Path,
+    offline: bool,
+) -> list[dict[str, Any]]:
+    """Fetch every document; one row each with ``status`` ok|failed and the ``error``."""
+    rows = []
+    for spec in specs:
+        row: dict[str, Any] = {
+            "document_key": spec.key,
+            "jurisdiction": str(spec.jurisdiction),
+            "path": None,
+            "sha256": None,
+            "bytes": None,
+            "source": None,
+            "status": "ok",
+            "error": None,
+        }
+        try:
+            result = fetch_document(
+                spec, mirror_dirs=mirror_dirs, cache_dir=cache_dir, offline=offline
+            )
+        except FetchError as exc:
+            row.update(status="failed", error=str(exc))
+        else:
+            row.update(
+                path=str(result.path),
+                sha256=result.sha256,
+                bytes=result.bytes,
+                source=result.source,
+            )
+        rows.append(row)
+    return rows
+
+
+def parse_rows(spec: DocumentSpec, path: Path, *, ocr: bool = True) -> list[dict[str, Any]]:
+    """Parse one document's pages to rows; raises :class:`PdfError` naming the document."""
+    doc = open_pdf(spec.key, path)
+    count = doc.page_count
+    doc.close()
+    try:
+        pages = spec.pages_to_ingest(count)
+    except PageRangeError as exc:
+        raise PdfError(spec.key, str(exc)) from exc
+    parsed = parse_pdf(spec.key, path, pages=pages, language=spec.language, ocr=ocr)
+    out = []
+    for page in parsed:
+        record = dataclasses.asdict(page)
+        for column in PAGE_JSON_COLUMNS:
+            record[column] = json.dumps(record[column], ensure_ascii=False)
+        record.update(
+            document_key=spec.key,
+            jurisdiction=str(spec.jurisdiction),
+            pdf_page_count=count,
+            error=None,
+        )
+        out.append(record)
+    return out
+
+
+def _source_hash(*modules: str) -> str:
+    """sha256 of the source files of the named modules: a code change invalidates caches."""
+    import importlib
+
+    digest = hashlib.sha256()
+    for name in modules:
+        module = importlib.import_module(name)
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()
+
+
+def parse_fingerprint(spec: DocumentSpec, sha256: str, ocr: bool) -> str:
+    """What a document's parse depends on: its bytes, page ranges, language and the parser."""
+    payload = {
+        "sha256": sha256,
+        "page_ranges": spec.page_ranges,
+        "language": spec.language,
+        "ocr": ocr,
+        "parser": _source_hash(
+            "civicsetu_pipelines.ingest.pages",
+            "civicsetu_pipelines.ingest.ocr",
+            "civicsetu_pipelines.base.canonical",
+        ),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def parse_rows_cached(
+    spec: DocumentSpec, path: Path, sha256: str, cache_dir: Path, *, ocr: bool = True
+) -> tuple[list[dict[str, Any]], bool]:
+    """:func:`parse_rows`, reused from ``cache_dir`` when nothing it depends on changed.
+
+    Returns the rows and whether they came from the cache. Parses with pages left needing OCR
+    are not cached, so installing Tesseract later takes effect.
+    """
+    cache = cache_dir / f"{parse_fingerprint(spec, sha256, ocr)}.json"
+    if cache.is_file():
+        return json.loads(cache.read_text()), True
+    rows = parse_rows(spec, path, ocr=ocr)
+    if not any("needs_ocr" in json.loads(row["flags"]) for row in rows):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(rows, ensure_ascii=False))
+        os.replace(tmp, cache)
+    return rows, False
+
+
+def prefetch_parses(
+    specs: Sequence[DocumentSpec],
+    *,
+    mirror_dirs: Sequence[Path],
+    pdf_cache: Path,
+    parse_cache: Path,
+    offline: bool,
+    ocr: bool = True,
+) -> int:
+    """Fetch and parse documents into the caches ahead of their runs; returns how many.
+
+    Best effort: a document that fails here is left for its run, which reports the failure.
+    """
+    done = 0
+    for spec in specs:
+        try:
+            fetched = fetch_document(
+                spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache, offline=offline
+            )
+            parse_rows_cached(spec, fetched.path, fetched.sha256, parse_cache, ocr=ocr)
+            done += 1
+        except Exception:  # noqa: BLE001 - the run itself reports what went wrong
+            continue
+    return done
+
+
+def page_records(frame_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Decode the JSON columns of stored page rows."""
+    out = []
+    for row in frame_rows:
+        record = dict(row)
+        for column in PAGE_JSON_COLUMNS:
+            value = record.get(column)
+            record[column] = json.loads(value) if isinstance(value, str) else (value or [])
+        out.append(record)
+    return out
+
+
+def chunk_rows(
+    spec: DocumentSpec, pages: Sequence[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Chunk one document's parsed pages; returns chunk rows and a structure report row."""
+    page_flags = {int(p["page"]): list(p["flags"]) for p in pages}
+    chunks, report = build_chunks(
+        pages,
+        document_key=spec.key,
+        jurisdiction=str(spec.jurisdiction),
+        doc_type=str(spec.doc_type),
+        page_flags=page_flags,
+    )
+    rows = []
+    for chunk in chunks:
+        row = chunk.as_row()
+        row["flags"] = json.dumps(row["flags"])
+        number = re.match(r"\d+", row["number"] or "")
+        row["number_int"] = int(number.group(0)) if number else None
+        rows.append(row)
+    top = [c for c in chunks if c.level == 0]
+    report_row = {
+        "document_key": spec.key,
+        "jurisdiction": str(spec.jurisdiction),
+        "doc_type": str(spec.doc_type),
+        "pages": len(pages),
+        "ocr_pages": sum(1 for p in pages if "ocr" in p["flags"]),
+        "needs_ocr_pages": sum(1 for p in pages if "needs_ocr" in p["flags"]),
+        "units": report.units,
+        "sections": len(report.numbered),
+        "numbers": json.dumps(report.numbered),
+        "gaps": json.dumps(report.gaps),
+        "duplicates": json.dumps(report.duplicates),
+        "untitled": json.dumps(report.untitled),
+        "chunks": len(chunks),
+        "top_level_units": json.dumps(
+            [
+                {
+                    "unit": c.unit,
+                    "number": c.number,
+                    "label": c.label,
+                    "title": c.title,
+                    "page_start": c.page_start,
+                }
+                for c in top
+            ]
+        ),
+        "coverage": round(report.coverage, 6),
+        "body_chars": report.body_chars,
+        "supplementary_chunks": report.supplementary_chunks,
+        "error": None,
+    }
+    return rows, report_row

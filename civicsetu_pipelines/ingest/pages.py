@@ -1,0 +1,518 @@
+"""PDF pages to clean, positioned body text.
+
+Pure domain code (no Dagster). For each page to ingest it yields the body text as rows (visual
+lines, left to right), the margin notes beside the body (the Gazette prints section titles
+there), and what was removed and why: running headers and footers, page numbers, text in another
+script than the document's language, and legacy-font text that extracts as gibberish. Pages with
+no text layer are OCR'd with Tesseract when it is installed, else flagged ``needs_ocr``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from civicsetu_pipelines.base.canonical import canonicalize
+from civicsetu_pipelines.base.errors import DocumentError
+from civicsetu_pipelines.ingest.ocr import ocr_lines, tesseract_available
+
+TOP_ZONE = 0.11  # share of page height treated as header zone
+BOTTOM_ZONE = 0.09
+REPEAT_SHARE = 0.3  # a top/bottom row repeated on this share of pages is a running header/footer
+
+_KNOWN_HEADER = re.compile(
+    r"THE\s+GAZETTE\s+OF\s+INDIA|\[PART\s+II|^SEC\.\s*\d|PART\s+II\s*[—-]\s*SEC", re.I
+)
+_PAGE_NUMBER = re.compile(
+    r"^(?:page\s+\d+(?:\s+of\s+\d+)?|[-–—]?\s*\d{1,3}\s*[-–—]?|\(\s*\d{1,3}\s*\))$", re.I
+)
+_MARGIN_CITATION = re.compile(
+    r"^(?:(?:[A-Z][A-Za-z.]*\s+)*(?:No\.\s*)?[\dIVXLC]+\s+of\s+\d{4}\.?\s*)+$"
+)
+_DEVANAGARI = re.compile(r"[\u0900-\u097F]")
+_KANNADA = re.compile(r"[\u0C80-\u0CFF]")
+_LATIN = re.compile(r"[A-Za-z]")
+_WORD = re.compile(r"\S+")
+_LEGACY_SYMBOLS = set("ªñ¼½¹ºµ¾¿¡§¶¢£¤¥¦¨©«¬®¯°±²³·¸»ÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖ×ØÙÚÛÜÝÞß")
+_SCRIPTS = {"hin": _DEVANAGARI, "kan": _KANNADA}
+
+
+class PdfError(DocumentError):
+    """A PDF that cannot be read. The message names the document."""
+
+
+@dataclass
+class Row:
+    """One visual line of body text on a page."""
+
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    bold: bool = False
+
+
+@dataclass
+class MarginNote:
+    text: str
+    y0: float
+    y1: float
+    side: str  # left | right
+    kind: str  # title | citation
+
+
+@dataclass
+class ParsedPage:
+    page: int  # 1-based page number in the PDF
+    text: str  # canonical body text, rows joined by "\n"
+    rows: list[dict[str, Any]]  # {start, end, y0, y1, x0, bold} offsets into text
+    margin_notes: list[dict[str, Any]]
+    removed: list[dict[str, str]]  # {text, reason}
+    method: str  # pymupdf | pdfplumber | ocr | none
+    flags: list[str] = field(default_factory=list)
+    ocr_confidence: float | None = None
+    width: float = 0.0
+    height: float = 0.0
+
+
+def open_pdf(key: str, path: Path) -> pymupdf.Document:
+    """Open and validate a PDF; raise :class:`PdfError` naming ``key`` on any defect."""
+    try:
+        head = path.read_bytes()[:1024]
+    except OSError as exc:
+        raise PdfError(key, f"cannot read {path}: {exc}") from exc
+    if b"%PDF-" not in head:
+        kind = "an HTML page" if b"<html" in head.lower() or b"<!doctype" in head.lower() else ""
+        raise PdfError(key, f"{path.name} is not a PDF{' (it is ' + kind + ')' if kind else ''}")
+    try:
+        doc = pymupdf.open(path)
+    except Exception as exc:  # pymupdf raises its own FileDataError and friends
+        raise PdfError(key, f"{path.name} is corrupt or truncated: {exc}") from exc
+    if doc.needs_pass or doc.is_encrypted:
+        doc.close()
+        raise PdfError(key, f"{path.name} is encrypted (password protected); cannot extract text")
+    if doc.page_count == 0:
+        doc.close()
+        raise PdfError(key, f"{path.name} has zero pages (truncated or empty PDF)")
+    if doc.is_repaired:
+        doc.close()
+        raise PdfError(
+            key,
+            f"{path.name} is damaged (truncated or corrupt): its cross-reference table had to "
+            "be rebuilt, so pages may be missing or cut short",
+        )
+    return doc
+
+
+def is_garbled_line(text: str) -> bool:
+    """Legacy (pre-Unicode) Hindi fonts extract as Latin gibberish such as ``jftLVªh lañ``.
+
+    A word is suspicious when one of its letter runs has a lower-to-upper case change inside it,
+    or is two or more lower-case letters with no vowel (``Hkkx``, ``dkj``). Symbols of legacy
+    font maps (``ª ñ ¼``) count too. A line is garbled when enough of its words are suspicious.
+    """
+    words = [w for w in _WORD.findall(text) if _LATIN.search(w) and not _IGNORED_WORD.match(w)]
+    if not words:
+        return False
+    legacy = sum(1 for ch in text if ch in _LEGACY_SYMBOLS)
+    suspicious = sum(1 for word in words if _suspicious_word(word))
+    if legacy >= 2 and suspicious >= 1:
+        return True
+    return suspicious >= 2 and suspicious / len(words) >= 0.4
+
+
+# List markers "(xv)", abbreviations "Ph.", "Bldg.", "Sd/-", URLs and e-mail addresses.
+_IGNORED_WORD = re.compile(
+    r"^[(\[]?[ivxlcdm]+[)\].]?[,;:]?$|^[A-Za-z]{1,5}\.[,;:]?$|^[A-Za-z]{1,3}/-$|.*(?:://|www\.|@)",
+    re.I,
+)
+
+
+_NO_VOWEL_OK = {
+    "sq",
+    "mr",
+    "ms",
+    "mrs",
+    "dr",
+    "st",
+    "nd",
+    "rd",
+    "th",
+    "ltd",
+    "pvt",
+    "rs",
+    "hrs",
+    "http",
+    "https",
+    "www",
+    "html",
+    "pdf",
+    "nw",
+    "sw",
+    "ne",
+    "se",
+}
+
+
+def _suspicious_word(word: str) -> bool:
+    for piece in re.findall(r"[A-Za-z]+", word):
+        if re.search(r"[a-z][A-Z]", piece) and not re.fullmatch(r"(Mc|Mac)[A-Z][a-z]+", piece):
+            return True
+        if (
+            len(piece) >= 2
+            and not piece.isupper()
+            and not re.search(r"[aeiouyAEIOUY]", piece)
+            and piece.lower() not in _NO_VOWEL_OK
+        ):
+            return True
+    return False
+
+
+def _line_text(line: dict[str, Any]) -> str:
+    return "".join(span["text"] for span in line["spans"])
+
+
+def _is_bold(line: dict[str, Any]) -> bool:
+    spans = [s for s in line["spans"] if s["text"].strip()]
+    return bool(spans) and all(("bold" in s["font"].lower()) or (s["flags"] & 16) for s in spans)
+
+
+@dataclass
+class _Line:
+    text: str
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    bold: bool
+
+
+def _page_lines(page: pymupdf.Page) -> list[_Line]:
+    out: list[_Line] = []
+    data = page.get_text("dict")
+    for block in data["blocks"]:
+        for line in block.get("lines", []):
+            text = _line_text(line)
+            if not text.strip():
+                continue
+            x0, y0, x1, y1 = line["bbox"]
+            out.append(_Line(text, x0, y0, x1, y1, _is_bold(line)))
+    return out
+
+
+def _body_column(lines: Sequence[_Line], width: float) -> tuple[float, float] | None:
+    wide = [ln for ln in lines if ln.x1 - ln.x0 > 0.4 * width]
+    if len(wide) < 3:
+        return None
+    lefts = sorted(ln.x0 for ln in wide)
+    rights = sorted(ln.x1 for ln in wide)
+    return lefts[len(lefts) // 10], rights[(len(rights) * 9) // 10]
+
+
+_LIST_MARKER = re.compile(r"^\(?[ivxlcdm]+[.)]?$|^\(?[a-z]{1,2}[.)]$|^\(?\d{1,3}[.)]?$", re.I)
+
+
+def _split_margin(lines: list[_Line], width: float) -> tuple[list[_Line], list[_Line]]:
+    """Separate lines wholly outside the body column (margin notes) from the body lines."""
+    column = _body_column(lines, width)
+    if column is None:
+        return lines, []
+    left, right = column
+    body: list[_Line] = []
+    margin: list[_Line] = []
+    for ln in lines:
+        stripped = ln.text.strip()
+        wordy = bool(
+            _LATIN.search(stripped) or re.fullmatch(r"\d{4}\.?|\d+ of \d{4}\.?", stripped)
+        ) and not _LIST_MARKER.match(stripped)
+        narrow = ln.x1 - ln.x0 < 0.2 * width
+        if wordy and narrow and (ln.x0 >= right + 4 or ln.x1 <= left - 4):
+            margin.append(ln)
+        else:
+            body.append(ln)
+    return body, margin
+
+
+def _margin_notes(margin_lines: list[_Line], width: float) -> list[MarginNote]:
+    """Group margin lines into notes: consecutive lines on one side of the page."""
+    sides: dict[str, list[_Line]] = {"left": [], "right": []}
+    for ln in margin_lines:
+        sides["left" if ln.x1 < width / 2 else "right"].append(ln)
+    notes: list[MarginNote] = []
+    for side, side_lines in sides.items():
+        group: list[_Line] = []
+        for ln in sorted(side_lines, key=lambda item: item.y0):
+            if group and ln.y0 - group[-1].y1 > 4:
+                notes.append(_make_note(group, side))
+                group = []
+            group.append(ln)
+        if group:
+            notes.append(_make_note(group, side))
+    return notes
+
+
+_HYPHEN_PREFIXES = {"non", "co", "sub", "self", "inter", "pre", "re", "ex", "quasi", "cross"}
+
+
+def _make_note(group: list[_Line], side: str) -> MarginNote:
+    text = ""
+    for ln in group:
+        piece = ln.text.strip()
+        if text.endswith("-") and piece[:1].islower():
+            # "commence-" + "ment." joins; "non-" + "registration" keeps its hyphen.
+            prefix = re.search(r"(\w+)-$", text)
+            keep = prefix is not None and prefix.group(1).lower() in _HYPHEN_PREFIXES
+            text = text + piece if keep else text[:-1] + piece
+        else:
+            text = f"{text} {piece}".strip()
+    text = canonicalize(text)
+    kind = "citation" if _MARGIN_CITATION.match(text) else "title"
+    return MarginNote(text, group[0].y0, group[-1].y1, side, kind)
+
+
+def _rows(lines: list[_Line]) -> list[Row]:
+    """Group lines sharing a baseline band into rows, left to right."""
+    rows: list[list[_Line]] = []
+    for ln in sorted(lines, key=lambda item: ((item.y0 + item.y1) / 2, item.x0)):
+        mid = (ln.y0 + ln.y1) / 2
+        if rows:
+            current = rows[-1]
+            cy0 = min(item.y0 for item in current)
+            cy1 = max(item.y1 for item in current)
+            height = max(ln.y1 - ln.y0, 1.0)
+            overlap = min(cy1, ln.y1) - max(cy0, ln.y0)
+            if cy0 <= mid <= cy1 and overlap >= 0.5 * min(height, cy1 - cy0):
+                current.append(ln)
+                continue
+        rows.append([ln])
+    out = []
+    for group in rows:
+        group.sort(key=lambda item: item.x0)
+        text = canonicalize(" ".join(item.text.strip() for item in group))
+        if not text:
+            continue
+        out.append(
+            Row(
+                text=text,
+                x0=group[0].x0,
+                y0=min(item.y0 for item in group),
+                x1=max(item.x1 for item in group),
+                y1=max(item.y1 for item in group),
+                bold=all(item.bold for item in group),
+            )
+        )
+    return out
+
+
+def _header_key(text: str) -> str:
+    return re.sub(r"\d+", "#", re.sub(r"\s+", " ", text.lower())).strip()
+
+
+@dataclass
+class _RawPage:
+    index: int
+    width: float
+    height: float
+    body_lines: list[_Line]
+    margin_lines: list[_Line]
+    method: str
+    flags: list[str]
+    confidence: float | None = None
+    fixed_rows: list[Row] | None = None  # rows from OCR or pdfplumber, used as they are
+
+    def rows(self, use_margins: bool) -> list[Row]:
+        if self.fixed_rows is not None:
+            return self.fixed_rows
+        return _rows(self.body_lines if use_margins else self.body_lines + self.margin_lines)
+
+    def notes(self, use_margins: bool) -> list[MarginNote]:
+        if self.fixed_rows is not None or not use_margins:
+            return []
+        return _margin_notes(self.margin_lines, self.width)
+
+
+def _pdfplumber_rows(path: Path, index: int) -> list[Row]:
+    import pdfplumber
+
+    with pdfplumber.open(path) as pdf:
+        page = pdf.pages[index]
+        words = page.extract_words(keep_blank_chars=False, use_text_flow=False)
+    lines = [_Line(w["text"], w["x0"], w["top"], w["x1"], w["bottom"], False) for w in words]
+    return _rows(lines)
+
+
+def _garbled_share(rows: Sequence[Row]) -> float:
+    total = sum(len(r.text) for r in rows)
+    bad = sum(len(r.text) for r in rows if is_garbled_line(r.text))
+    return bad / total if total else 0.0
+
+
+def parse_pdf(
+    key: str,
+    path: Path,
+    pages: Sequence[int] | None = None,
+    language: str = "eng",
+    ocr: bool = True,
+) -> list[ParsedPage]:
+    """Parse the given 0-based ``pages`` of the PDF at ``path`` into clean body pages."""
+    doc = open_pdf(key, path)
+    try:
+        indexes = list(range(doc.page_count)) if pages is None else list(pages)
+        bad = [i for i in indexes if i < 0 or i >= doc.page_count]
+        if bad:
+            raise PdfError(key, f"pages {bad} out of range: the PDF has {doc.page_count} pages")
+        raw: list[_RawPage] = []
+        for index in indexes:
+            try:
+                raw.append(_extract_page(key, doc, path, index, language, ocr))
+            except PdfError:
+                raise
+            except Exception as exc:
+                raise PdfError(key, f"page {index + 1} cannot be read: {exc}") from exc
+    finally:
+        doc.close()
+    return _clean_pages(raw, language)
+
+
+def _extract_page(
+    key: str, doc: pymupdf.Document, path: Path, index: int, language: str, ocr: bool
+) -> _RawPage:
+    page = doc[index]
+    width, height = page.rect.width, page.rect.height
+    lines = _page_lines(page)
+    body, margin = _split_margin(lines, width)
+    result = _RawPage(index, width, height, body, margin, "pymupdf", [])
+    rows = _rows(lines)
+    if rows and language == "eng" and _garbled_share(rows) > 0.5:
+        alt = _pdfplumber_rows(path, index)
+        if alt and _garbled_share(alt) < 0.2:
+            result.fixed_rows, result.method = alt, "pdfplumber"
+            result.flags.append("fallback")
+    if not rows:
+        alt = _pdfplumber_rows(path, index)
+        if alt:
+            result.fixed_rows, result.method = alt, "pdfplumber"
+            result.flags.append("fallback")
+        elif ocr and tesseract_available():
+            read, result.confidence = ocr_lines(page, language)
+            result.fixed_rows = [Row(*line) for line in read]
+            result.method = "ocr"
+            result.flags.append("ocr")
+        else:
+            result.fixed_rows, result.method = [], "none"
+            has_images = bool(page.get_images(full=False))
+            result.flags.append("needs_ocr" if has_images or not ocr else "empty")
+    return result
+
+
+MARGIN_LAYOUT_SHARE = 0.25
+
+
+def _clean_pages(raw: list[_RawPage], language: str) -> list[ParsedPage]:
+    # Margin notes are a layout of the whole document (the Gazette print of an Act): honour
+    # them only when they appear on a good share of the pages, else keep such lines as body.
+    with_notes = sum(1 for rp in raw if rp.margin_lines)
+    use_margins = with_notes >= max(2, MARGIN_LAYOUT_SHARE * len(raw))
+    page_rows = {rp.index: rp.rows(use_margins) for rp in raw}
+    # Running headers and footers: rows in the top/bottom zones whose shape repeats.
+    counts: Counter[str] = Counter()
+    for rp in raw:
+        seen = set()
+        for row in page_rows[rp.index]:
+            if _in_edge_zone(row, rp.height):
+                seen.add(_header_key(row.text))
+        counts.update(seen)
+    min_repeats = max(3, int(REPEAT_SHARE * len(raw)))
+    repeated = {k for k, n in counts.items() if n >= min_repeats}
+    script = _SCRIPTS.get(language)
+    pages = []
+    for rp in raw:
+        kept: list[Row] = []
+        removed: list[dict[str, str]] = []
+        garbled = 0
+        for row in page_rows[rp.index]:
+            reason = _removal_reason(row, rp.height, repeated, language, script)
+            if reason is None:
+                kept.append(row)
+            else:
+                removed.append({"text": row.text, "reason": reason})
+                garbled += reason == "garbled"
+        flags = list(rp.flags)
+        if garbled:
+            flags.append("garbled")
+        text_parts: list[str] = []
+        row_meta: list[dict[str, Any]] = []
+        offset = 0
+        for row in kept:
+            text_parts.append(row.text)
+            row_meta.append(
+                {
+                    "start": offset,
+                    "end": offset + len(row.text),
+                    "y0": round(row.y0, 1),
+                    "y1": round(row.y1, 1),
+                    "x0": round(row.x0, 1),
+                    "bold": row.bold,
+                }
+            )
+            offset += len(row.text) + 1
+        notes = [
+            {
+                "text": n.text,
+                "y0": round(n.y0, 1),
+                "y1": round(n.y1, 1),
+                "side": n.side,
+                "kind": n.kind,
+            }
+            for n in rp.notes(use_margins)
+        ]
+        pages.append(
+            ParsedPage(
+                page=rp.index + 1,
+                text="\n".join(text_parts),
+                rows=row_meta,
+                margin_notes=notes,
+                removed=removed,
+                method=rp.method,
+                flags=flags,
+                ocr_confidence=rp.confidence,
+                width=rp.width,
+                height=rp.height,
+            )
+        )
+    return pages
+
+
+def _in_edge_zone(row: Row, height: float) -> bool:
+    return row.y1 <= height * TOP_ZONE or row.y0 >= height * (1 - BOTTOM_ZONE)
+
+
+def _removal_reason(
+    row: Row,
+    height: float,
+    repeated: set[str],
+    language: str,
+    script: re.Pattern[str] | None,
+) -> str | None:
+    if _in_edge_zone(row, height):
+        if _header_key(row.text) in repeated:
+            return "running_header" if row.y1 <= height * TOP_ZONE else "running_footer"
+        if _PAGE_NUMBER.match(row.text):
+            return "page_number"
+        if _KNOWN_HEADER.search(row.text):
+            return "running_header"
+    if language == "eng":
+        if _DEVANAGARI.search(row.text) or _KANNADA.search(row.text):
+            return "other_language"
+        if is_garbled_line(row.text):
+            return "garbled"
+    elif script is not None and not script.search(row.text) and is_garbled_line(row.text):
+        return "garbled"
+    return None

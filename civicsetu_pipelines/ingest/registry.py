@@ -1,0 +1,513 @@
+"""The document registry: which legal documents exist, where to get them, which pages to read.
+
+Pure domain code (no Dagster). The registry is data, kept in two YAML files shipped with the
+package:
+
+* ``data/documents.yaml`` -- the default documents (each pinned by sha256 to a corpus file);
+* ``data/seed_documents.yaml`` -- further states, off unless ``CIVICSETU_ENABLE_SEED_STATES``
+  is set (or ``include_seed=True`` is passed); they have no pin yet.
+
+Everything is validated on load; every error names the YAML file and the document key.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from civicsetu_pipelines.base.errors import DocumentError
+from civicsetu_pipelines.base.settings import DATA_DIR, Settings
+
+DOCUMENTS_YAML = DATA_DIR / "documents.yaml"
+SEED_DOCUMENTS_YAML = DATA_DIR / "seed_documents.yaml"
+
+SCHEMA_VERSION = 1
+
+# Tesseract language codes we expect for Indian legal texts ("kan+eng" style combos allowed).
+KNOWN_LANGUAGES = frozenset(
+    {"eng", "hin", "kan", "guj", "mar", "tam", "tel", "mal", "ben", "pan", "ori", "urd", "asm"}
+)
+
+_KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+_LANGUAGE_RE = re.compile(r"^[a-z]{3}(?:\+[a-z]{3})*$")
+
+
+class Jurisdiction(StrEnum):
+    CENTRAL = "CENTRAL"
+    GUJARAT = "GUJARAT"
+    CHANDIGARH = "CHANDIGARH"
+    KARNATAKA = "KARNATAKA"
+    MAHARASHTRA = "MAHARASHTRA"
+    UTTAR_PRADESH = "UTTAR_PRADESH"
+    TAMIL_NADU = "TAMIL_NADU"
+
+
+class DocType(StrEnum):
+    ACT = "act"
+    RULES = "rules"
+    REGULATIONS = "regulations"
+    FAQ = "faq"
+    ORDER = "order"
+
+
+class Status(StrEnum):
+    IN_FORCE = "in_force"
+    DRAFT = "draft"
+
+
+class RegistryError(ValueError):
+    """The registry files are missing or invalid. The message names the file and document."""
+
+
+class PageRangeError(DocumentError, ValueError):
+    """A document's page ranges do not fit the actual PDF. The message names the document."""
+
+    template = "document {key!r}: {reason}"
+
+
+class UnknownDocumentError(KeyError):
+    """``Registry.get`` with a key that is not registered. ``str()`` is the plain message."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+def _check_url(value: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("URL must be a non-empty string")
+    if any(ch.isspace() for ch in value):
+        raise ValueError(f"URL must be percent-encoded (contains whitespace): {value!r}")
+    parts = urlsplit(value)
+    if parts.scheme not in {"http", "https"} or not parts.netloc:
+        raise ValueError(f"URL must be an absolute http(s) URL: {value!r}")
+    return value
+
+
+class DocumentSpec(BaseModel):
+    """One legal document in the registry (immutable)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    key: str = Field(description="Stable identifier, lower_snake_case; used as asset partition.")
+    title: str = Field(min_length=1)
+    jurisdiction: Jurisdiction
+    doc_type: DocType
+    effective_date: dt.date
+    source_url: str = Field(description="Official source to cite.")
+    download_urls: tuple[str, ...] = ()
+    filename: str | None = Field(default=None, description="Name to look for in mirror dirs.")
+    sha256: str | None = Field(default=None, description="Pinned content hash; None = unpinned.")
+    page_ranges: tuple[tuple[StrictInt, StrictInt], ...] | None = Field(
+        default=None, description="1-based inclusive [first, last] ranges; None = all pages."
+    )
+    language: str = "eng"
+    status: Status = Status.IN_FORCE
+    notes: str = ""
+
+    @field_validator("key")
+    @classmethod
+    def _key_format(cls, value: str) -> str:
+        if not _KEY_RE.match(value):
+            raise ValueError(f"key must be lower_snake_case ([a-z][a-z0-9_]*), got {value!r}")
+        return value
+
+    @field_validator("effective_date", mode="before")
+    @classmethod
+    def _iso_date(cls, value: Any) -> dt.date:
+        if isinstance(value, dt.datetime):
+            raise ValueError(f"effective_date must be a date, not a datetime: {value!r}")
+        if isinstance(value, dt.date):
+            return value
+        if isinstance(value, str):
+            try:
+                return dt.date.fromisoformat(value.strip())
+            except ValueError:
+                raise ValueError(
+                    f"effective_date must be an ISO date YYYY-MM-DD, got {value!r}"
+                ) from None
+        raise ValueError(f"effective_date must be an ISO date YYYY-MM-DD, got {value!r}")
+
+    @field_validator("source_url")
+    @classmethod
+    def _source_url(cls, value: str) -> str:
+        return _check_url(value)
+
+    @field_validator("download_urls")
+    @classmethod
+    def _download_urls(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for url in value:
+            _check_url(url)
+        if len(set(value)) != len(value):
+            raise ValueError("download_urls contains duplicates")
+        return value
+
+    @field_validator("filename")
+    @classmethod
+    def _filename(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value or value in {".", ".."} or "/" in value or "\\" in value:
+            raise ValueError(f"filename must be a bare file name (no directories), got {value!r}")
+        return value
+
+    @field_validator("sha256", mode="before")
+    @classmethod
+    def _sha256(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError(f"sha256 must be 64 hex characters, got {value!r}")
+        normalized = value.strip().lower()
+        if not _SHA256_RE.match(normalized):
+            raise ValueError(f"sha256 must be 64 hex characters, got {value!r}")
+        return normalized
+
+    @field_validator("page_ranges")
+    @classmethod
+    def _page_ranges(
+        cls, value: tuple[tuple[int, int], ...] | None
+    ) -> tuple[tuple[int, int], ...] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("page_ranges must be null (all pages) or a non-empty list")
+        for first, last in value:
+            if first < 1:
+                raise ValueError(f"page range [{first}, {last}]: pages are 1-based (first >= 1)")
+            if first > last:
+                raise ValueError(f"page range [{first}, {last}]: first page is after last page")
+        ordered = sorted(value)
+        for (a_first, a_last), (b_first, b_last) in zip(ordered, ordered[1:], strict=False):
+            if b_first <= a_last:
+                raise ValueError(
+                    f"page ranges [{a_first}, {a_last}] and [{b_first}, {b_last}] overlap"
+                )
+        return value
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        if not _LANGUAGE_RE.match(value):
+            raise ValueError(
+                f"language must be a tesseract code like 'eng' or 'kan+eng': {value!r}"
+            )
+        unknown = [code for code in value.split("+") if code not in KNOWN_LANGUAGES]
+        if unknown:
+            raise ValueError(
+                f"unknown language code(s) {unknown}; known: {', '.join(sorted(KNOWN_LANGUAGES))}"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _has_a_source(self) -> Self:
+        if not self.download_urls and not self.filename:
+            raise ValueError("needs at least one of download_urls or filename")
+        return self
+
+    @property
+    def is_pinned(self) -> bool:
+        return self.sha256 is not None
+
+    def pages_to_ingest(self, page_count: int) -> list[int]:
+        """0-based page indexes to ingest from a PDF with ``page_count`` pages.
+
+        ``page_ranges`` None means every page. A range that runs past the end is clipped to the
+        last page; a range that starts past the end is an error naming the document (the PDF is
+        not the one the registry describes).
+        """
+        if page_count < 0:
+            raise ValueError(f"page_count must be >= 0, got {page_count}")
+        if self.page_ranges is None:
+            return list(range(page_count))
+        pages: set[int] = set()
+        for first, last in self.page_ranges:
+            if first > page_count:
+                raise PageRangeError(
+                    self.key,
+                    f"page range [{first}, {last}] starts beyond the PDF's {page_count} page(s); "
+                    "the file does not match the registry's page_ranges",
+                )
+            pages.update(range(first - 1, min(last, page_count)))
+        return sorted(pages)
+
+
+class Registry(BaseModel):
+    """The validated set of documents, in file order (immutable)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    specs: tuple[DocumentSpec, ...]
+    sources: tuple[Path, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique_keys(self) -> Self:
+        seen: set[str] = set()
+        dupes: set[str] = set()
+        for spec in self.specs:
+            (dupes if spec.key in seen else seen).add(spec.key)
+        if dupes:
+            raise ValueError(f"duplicate document keys: {', '.join(sorted(dupes))}")
+        return self
+
+    def __len__(self) -> int:
+        return len(self.specs)
+
+    def __contains__(self, key: object) -> bool:
+        return any(spec.key == key for spec in self.specs)
+
+    def keys(self) -> list[str]:
+        return [spec.key for spec in self.specs]
+
+    def jurisdictions(self) -> list[str]:
+        """Sorted jurisdiction names that have at least one document."""
+        return sorted({spec.jurisdiction.value for spec in self.specs})
+
+    def documents(self, jurisdiction: str | Jurisdiction | None = None) -> list[DocumentSpec]:
+        """All documents, or those of one jurisdiction (unknown names raise ``ValueError``)."""
+        if jurisdiction is None:
+            return list(self.specs)
+        try:
+            wanted = Jurisdiction(jurisdiction)
+        except ValueError:
+            valid = ", ".join(j.value for j in Jurisdiction)
+            raise ValueError(f"unknown jurisdiction {jurisdiction!r}; valid: {valid}") from None
+        return [spec for spec in self.specs if spec.jurisdiction is wanted]
+
+    def get(self, key: str) -> DocumentSpec:
+        for spec in self.specs:
+            if spec.key == key:
+                return spec
+        raise UnknownDocumentError(
+            f"unknown document key {key!r}; valid keys: {', '.join(sorted(self.keys()))}"
+        )
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate mapping keys instead of keeping the last one."""
+
+
+def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    mapping: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in mapping:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+        mapping[key] = loader.construct_object(value_node, deep=True)
+    return mapping
+
+
+def _construct_timestamp_as_text(loader: _UniqueKeyLoader, node: yaml.ScalarNode) -> str:
+    # Keep dates as text so DocumentSpec validates them (with the document key in the error)
+    # instead of PyYAML raising a bare ValueError for e.g. 2016-13-01.
+    return str(loader.construct_scalar(node))
+
+
+_UniqueKeyLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping
+)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp_as_text)
+
+
+def _format_validation_error(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "document"
+        message = item["msg"].removeprefix("Value error, ")
+        if item["type"] not in {"missing", "value_error"} and "input" in item:
+            shown = repr(item["input"])
+            message += f" (got {shown[:80] + '...' if len(shown) > 80 else shown})"
+        parts.append(f"{where}: {message}")
+    return "; ".join(parts)
+
+
+def _read_entries(path: Path) -> list[Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read registry file: {exc}") from exc
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(data, Mapping) or "documents" not in data:
+        raise RegistryError(f"{path}: expected a mapping with a 'documents' list at top level")
+    version = data.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION:
+        raise RegistryError(
+            f"{path}: schema_version {version!r} not supported (expected {SCHEMA_VERSION})"
+        )
+    unknown = sorted(set(data) - {"documents", "schema_version"})
+    if unknown:
+        raise RegistryError(f"{path}: unknown top-level field(s): {', '.join(map(str, unknown))}")
+    entries = data["documents"]
+    if entries is None:
+        return []
+    if not isinstance(entries, list):
+        raise RegistryError(f"{path}: 'documents' must be a list")
+    return entries
+
+
+def parse_registry_file(path: Path | str) -> list[DocumentSpec]:
+    """Parse and validate one registry YAML file (keys unique within the file)."""
+    path = Path(path)
+    specs: list[DocumentSpec] = []
+    for index, entry in enumerate(_read_entries(path), start=1):
+        if not isinstance(entry, Mapping):
+            raise RegistryError(f"{path}: document #{index} must be a mapping, got {entry!r}")
+        key = entry.get("key")
+        label = f"document {key!r}" if isinstance(key, str) and key else f"document #{index}"
+        try:
+            specs.append(DocumentSpec.model_validate(dict(entry)))
+        except ValidationError as exc:
+            raise RegistryError(f"{path}: {label}: {_format_validation_error(exc)}") from None
+    seen: dict[str, int] = {}
+    for index, spec in enumerate(specs, start=1):
+        if spec.key in seen:
+            raise RegistryError(
+                f"{path}: document {spec.key!r}: duplicate key (documents #{seen[spec.key]} "
+                f"and #{index})"
+            )
+        seen[spec.key] = index
+    return specs
+
+
+def _combine(files: Iterable[tuple[Path, list[DocumentSpec]]]) -> Registry:
+    owner: dict[str, Path] = {}
+    pin_owner: dict[str, tuple[str, Path]] = {}
+    specs: list[DocumentSpec] = []
+    sources: list[Path] = []
+    for path, file_specs in files:
+        sources.append(path)
+        for spec in file_specs:
+            if spec.key in owner:
+                raise RegistryError(
+                    f"{path}: document {spec.key!r}: duplicate key, already defined in "
+                    f"{owner[spec.key]}"
+                )
+            owner[spec.key] = path
+            if spec.sha256 is not None:
+                if spec.sha256 in pin_owner:
+                    other_key, other_path = pin_owner[spec.sha256]
+                    raise RegistryError(
+                        f"{path}: document {spec.key!r}: sha256 {spec.sha256} is already pinned "
+                        f"by document {other_key!r} in {other_path}"
+                    )
+                pin_owner[spec.sha256] = (spec.key, path)
+            specs.append(spec)
+    return Registry(specs=tuple(specs), sources=tuple(sources))
+
+
+def load_registry(
+    include_seed: bool | None = None,
+    paths: Sequence[Path | str] | None = None,
+    seed_paths: Sequence[Path | str] | None = None,
+) -> Registry:
+    """Load and validate the document registry.
+
+    ``paths`` are the default registry files (default: ``CIVICSETU_REGISTRY``, else the packaged
+    ``documents.yaml``);
+    ``seed_paths`` are read only when seed states are enabled (default: the packaged
+    ``seed_documents.yaml``). ``include_seed=None`` follows ``Settings.from_env()``.
+    """
+    settings = Settings.from_env()
+    if include_seed is None:
+        include_seed = settings.enable_seed_states
+    if paths is None:
+        paths = settings.registry_paths or (DOCUMENTS_YAML,)
+    files = [Path(p) for p in paths]
+    if include_seed:
+        files += [
+            Path(p) for p in (seed_paths if seed_paths is not None else (SEED_DOCUMENTS_YAML,))
+        ]
+    return _combine((path, parse_registry_file(path)) for path in files)
+
+
+# -- Curated rule-to-Act derivations (data/derivations.yaml) -----------------------------------
+
+DERIVATIONS_YAML = DATA_DIR / "derivations.yaml"
+_RULE_LABEL_RE = re.compile(r"^Rule \d{1,3}[A-Z]?$")
+_SECTION_LABEL_RE = re.compile(r"^Section \d{1,3}[A-Z]?(?:\([0-9a-z]{1,3}\))*$")
+
+
+class CuratedDerivation(BaseModel):
+    """A rule whose text names no Act section, mapped by hand to the sections it implements."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    document: str
+    rule: str
+    sections: tuple[str, ...] = Field(min_length=1)
+    note: str = Field(min_length=20)
+
+    @field_validator("rule")
+    @classmethod
+    def _rule_label(cls, value: str) -> str:
+        if not _RULE_LABEL_RE.match(value):
+            raise ValueError(f"rule must look like 'Rule 12', not {value!r}")
+        return value
+
+    @field_validator("sections")
+    @classmethod
+    def _section_labels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [label for label in value if not _SECTION_LABEL_RE.match(label)]
+        if bad:
+            raise ValueError(f"sections must look like 'Section 9(6)', not {bad}")
+        return value
+
+
+def load_curated_derivations(path: Path | str = DERIVATIONS_YAML) -> tuple[CuratedDerivation, ...]:
+    """Load and validate the curated derivation table.
+
+    Documents must be in the packaged registry (default and seed files); each (document, rule)
+    appears once. Errors name the file and the entry.
+    """
+    path = Path(path)
+    try:
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506
+    except (OSError, yaml.YAMLError) as exc:
+        raise RegistryError(f"{path}: cannot read curated derivations: {exc}") from exc
+    if not isinstance(data, Mapping) or set(data) != {"schema_version", "derivations"}:
+        raise RegistryError(f"{path}: expected exactly 'schema_version' and 'derivations'")
+    if data["schema_version"] != SCHEMA_VERSION:
+        raise RegistryError(f"{path}: schema_version {data['schema_version']!r} not supported")
+    known = set(load_registry(include_seed=True, paths=(DOCUMENTS_YAML,)).keys())
+    entries: list[CuratedDerivation] = []
+    seen: set[tuple[str, str]] = set()
+    for index, entry in enumerate(data["derivations"] or [], start=1):
+        where = f"{path}: derivation #{index}"
+        if not isinstance(entry, Mapping):
+            raise RegistryError(f"{where} must be a mapping, got {entry!r}")
+        try:
+            item = CuratedDerivation.model_validate(dict(entry))
+        except ValidationError as exc:
+            raise RegistryError(f"{where}: {_format_validation_error(exc)}") from None
+        if item.document not in known:
+            raise RegistryError(f"{where}: unknown document {item.document!r}")
+        if (item.document, item.rule) in seen:
+            raise RegistryError(f"{where}: {item.document} {item.rule} is listed twice")
+        seen.add((item.document, item.rule))
+        entries.append(item)
+    return tuple(entries)

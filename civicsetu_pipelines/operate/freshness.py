@@ -1,0 +1,69 @@
+"""Is a jurisdiction's materialization up to date? A fingerprint of everything it depends on.
+
+The fingerprint covers the registry entries of the jurisdiction, the sha256 of each document's
+file in the offline mirror, the package's code, SQL and registry data, and the settings that
+change outputs (embedding model and prefixes, OCR). ``civicsetu materialize`` tags each run with
+it and skips a jurisdiction whose last successful run had the same fingerprint (``--force``
+runs it anyway). When a document is not in a mirror (it would be downloaded), there is no
+fingerprint and the run always happens: the conditional GET decides there.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from civicsetu_pipelines.base.settings import PACKAGE_DIR, REPO_ROOT
+from civicsetu_pipelines.ingest.registry import Registry
+from civicsetu_pipelines.store.embedding import sha256_file
+
+FINGERPRINT_TAG = "civicsetu/fingerprint"
+
+
+@functools.cache
+def code_hash() -> str:
+    """sha256 over the package's Python sources, SQL migrations and registry data."""
+    digest = hashlib.sha256()
+    files = sorted(
+        [
+            *PACKAGE_DIR.rglob("*.py"),
+            *PACKAGE_DIR.rglob("*.yaml"),
+            *(REPO_ROOT / "sql").glob("*.sql"),
+        ]
+    )
+    for path in files:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def partition_fingerprint(
+    jurisdiction: str,
+    registry: Registry,
+    mirror_dirs: Sequence[Path],
+    settings: Mapping[str, str],
+) -> str | None:
+    """The fingerprint of one jurisdiction's inputs, or None when it cannot be known offline."""
+    documents = []
+    for spec in registry.documents(jurisdiction):
+        found = next(
+            (
+                d / spec.filename
+                for d in mirror_dirs
+                if spec.filename and (d / spec.filename).is_file()
+            ),
+            None,
+        )
+        if found is None:
+            return None
+        documents.append({"spec": spec.model_dump(mode="json"), "sha256": sha256_file(found)})
+    payload = {
+        "jurisdiction": jurisdiction,
+        "documents": documents,
+        "code": code_hash(),
+        "settings": dict(sorted(settings.items())),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()

@@ -1,0 +1,176 @@
+"""Running the ingestion job per jurisdiction through a Dagster instance, incrementally.
+
+Shared by ``civicsetu materialize`` and the benchmarks. A jurisdiction whose input fingerprint
+(:mod:`civicsetu_pipelines.operate.freshness`) matches its last successful run is skipped unless
+``force``.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import dagster as dg
+
+from civicsetu_pipelines.base.settings import (
+    Settings,
+    output_settings,
+    parse_cache_dir,
+    pdf_cache_dir,
+)
+from civicsetu_pipelines.ingest.documents import prefetch_parses
+from civicsetu_pipelines.ingest.registry import load_registry
+from civicsetu_pipelines.operate.freshness import FINGERPRINT_TAG, partition_fingerprint
+
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass
+class PartitionOutcome:
+    jurisdiction: str
+    status: str  # ok | failed | up_to_date
+    seconds: float
+    run_id: str | None = None
+    failed_checks: list[tuple[str, str, str]] = field(default_factory=list)  # asset, check, sev
+    metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> metadata
+
+
+def up_to_date(
+    instance: dg.DagsterInstance, jurisdiction: str, fingerprint: str, has_rows: Callable[[], bool]
+) -> bool:
+    """The last run of the jurisdiction succeeded with these inputs and its rows are there."""
+    runs = instance.get_runs(
+        filters=dg.RunsFilter(job_name="ingest_job", tags={"dagster/partition": jurisdiction}),
+        limit=1,
+    )
+    return (
+        bool(runs)
+        and runs[0].status == dg.DagsterRunStatus.SUCCESS
+        and runs[0].tags.get(FINGERPRINT_TAG) == fingerprint
+        and has_rows()
+    )
+
+
+def run_partitions(
+    instance: dg.DagsterInstance,
+    job: dg.JobDefinition,
+    partitions: Sequence[str],
+    *,
+    force: bool = False,
+    has_rows: Callable[[str], bool] = lambda _j: True,
+    before: Callable[[int, str], None] | None = None,
+    warm_up: Callable[[], object] | None = None,
+) -> list[PartitionOutcome]:
+    """Run the partitioned ``job`` (the ingest job) once per partition that is not up to date.
+
+    ``warm_up`` (the embedding model's worker, from the definitions' resource) is started before
+    the first run, so the model loads while the first partition is fetched and parsed."""
+    settings = Settings.from_env()
+    registry = load_registry()
+    outcomes: list[PartitionOutcome] = []
+    to_run: list[tuple[int, str, str | None]] = []
+    for index, name in enumerate(partitions, 1):
+        started = time.perf_counter()
+        fingerprint = partition_fingerprint(
+            name, registry, list(settings.mirror_dirs), output_settings()
+        )
+        if (
+            not force
+            and fingerprint
+            and up_to_date(instance, name, fingerprint, functools.partial(has_rows, name))
+        ):
+            outcomes.append(PartitionOutcome(name, "up_to_date", time.perf_counter() - started))
+        else:
+            to_run.append((index, name, fingerprint))
+    if to_run:
+        # Overlap the slow, single-threaded preparations with the runs: the model's worker
+        # process imports and loads it while the first partition is fetched, parsed and checked
+        # here, and a thread parses the later partitions (OCR included) into the parse cache
+        # while this process waits on the worker's encoding.
+        if warm_up is not None:
+            warm_up()
+        later = [spec for _, name, _ in to_run[1:] for spec in registry.documents(name)]
+        threading.Thread(
+            target=prefetch_parses,
+            args=(later,),
+            kwargs={
+                "mirror_dirs": list(settings.mirror_dirs),
+                "pdf_cache": pdf_cache_dir(settings.state_dir),
+                "parse_cache": parse_cache_dir(settings.state_dir),
+                "offline": settings.offline,
+            },
+            name="civicsetu-prefetch",
+            daemon=True,
+        ).start()
+    for index, name, fingerprint in to_run:
+        started = time.perf_counter()
+        if before is not None:
+            before(index, name)
+        result = job.execute_in_process(
+            partition_key=name,
+            instance=instance,
+            raise_on_error=False,
+            tags={FINGERPRINT_TAG: fingerprint} if fingerprint else {},
+            run_config=QUIET,
+        )
+        outcome = PartitionOutcome(
+            name, "ok" if result.success else "failed", time.perf_counter() - started,
+            result.run_id,
+        )  # fmt: skip
+        for check in result.get_asset_check_evaluations():
+            if not check.passed:
+                outcome.failed_checks.append(
+                    (check.asset_key.to_user_string(), check.check_name, check.severity.value)
+                )
+        for event in result.get_asset_materialization_events():
+            mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+            outcome.metadata[mat.asset_key.to_user_string()] = {
+                key: value.value for key, value in mat.metadata.items()
+            }
+        outcomes.append(outcome)
+    order = {name: i for i, name in enumerate(partitions)}
+    return sorted(outcomes, key=lambda o: order[o.jurisdiction])
+
+
+def run_job(instance: dg.DagsterInstance, job: dg.JobDefinition) -> dg.ExecuteInProcessResult:
+    """Execute an unpartitioned job (e.g. ``answers_job``) through the instance."""
+    return job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET)
+
+
+def open_instance() -> dg.DagsterInstance:
+    """The Dagster instance of ``DAGSTER_HOME`` (a context manager: close it when done)."""
+    return dg.DagsterInstance.get()
+
+
+def daemon_alive(instance: dg.DagsterInstance, within_s: float = 120.0) -> bool:
+    """Whether a Dagster daemon has sent a heartbeat recently."""
+    beats = instance.get_daemon_heartbeats()
+    return any(time.time() - beat.timestamp < within_s for beat in beats.values())
+
+
+@dataclass(frozen=True)
+class RunState:
+    """One run as the CLI reports it."""
+
+    run_id: str
+    partition: str | None
+    status: str  # Dagster's run status value, e.g. SUCCESS, FAILURE, STARTED
+    finished: bool
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == dg.DagsterRunStatus.SUCCESS.value
+
+
+def backfill_runs(instance: dg.DagsterInstance, backfill_id: str) -> list[RunState]:
+    """The runs of a backfill so far, by partition."""
+    runs = instance.get_runs(filters=dg.RunsFilter(tags={"dagster/backfill": backfill_id}))
+    states = [
+        RunState(r.run_id, r.tags.get("dagster/partition"), r.status.value, r.is_finished)
+        for r in runs
+    ]
+    return sorted(states, key=lambda s: s.partition or "")

@@ -1,0 +1,167 @@
+"""The document catalog in Postgres: per-document ingestion summary and top-level units.
+
+Written per jurisdiction in one transaction (readers never see half a partition); read by the
+``civicsetu stats`` and ``civicsetu sections`` commands. All SQL is parameterized.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import psycopg
+
+from civicsetu_pipelines.ingest.registry import DocumentSpec
+
+DOC_COLUMNS = (
+    "key", "jurisdiction", "title", "doc_type", "status", "language", "effective_date",
+    "source_url", "sha256", "bytes", "pages", "pages_ingested", "ocr_pages", "needs_ocr_pages",
+    "sections", "chunks", "coverage", "ingest_status", "error",
+)  # fmt: skip
+UNIT_COLUMNS = ("document_key", "ordinal", "unit", "number", "label", "title", "page_start")
+
+
+def _none(value: Any) -> Any:
+    return None if value is None or (isinstance(value, float) and pd.isna(value)) else value
+
+
+def build_catalog_rows(
+    specs: Sequence[DocumentSpec],
+    raw_pdfs: pd.DataFrame,
+    parsed_pages: pd.DataFrame,
+    structure: pd.DataFrame,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One catalog row per registry document (failed ones included, with their error)."""
+    raw = {r["document_key"]: r for r in raw_pdfs.to_dict("records")}
+    reports = {r["document_key"]: r for r in structure.to_dict("records")}
+    docs: list[dict[str, Any]] = []
+    units: list[dict[str, Any]] = []
+    for spec in specs:
+        fetched = raw.get(spec.key, {})
+        pages = (
+            parsed_pages[parsed_pages["document_key"] == spec.key]
+            if not parsed_pages.empty
+            else parsed_pages
+        )
+        errors = [e for e in pages.get("error", pd.Series(dtype=object)).dropna().tolist()]
+        report = reports.get(spec.key)
+        error = _none(fetched.get("error")) or (errors[0] if errors else None)
+        if report is None and error is None:
+            error = f"{spec.key}: no structure was produced"
+        ok_pages = pages[pages["error"].isna()] if not pages.empty else pages
+        docs.append(
+            {
+                "key": spec.key,
+                "jurisdiction": str(spec.jurisdiction),
+                "title": spec.title,
+                "doc_type": str(spec.doc_type),
+                "status": str(spec.status),
+                "language": spec.language,
+                "effective_date": spec.effective_date,
+                "source_url": spec.source_url,
+                "sha256": _none(fetched.get("sha256")),
+                "bytes": _none(fetched.get("bytes")),
+                "pages": int(ok_pages["pdf_page_count"].iloc[0]) if len(ok_pages) else None,
+                "pages_ingested": len(ok_pages),
+                "ocr_pages": report["ocr_pages"] if report else 0,
+                "needs_ocr_pages": report["needs_ocr_pages"] if report else 0,
+                "sections": report["sections"] if report else 0,
+                "chunks": report["chunks"] if report else 0,
+                "coverage": report["coverage"] if report else None,
+                "ingest_status": "failed" if error else "ok",
+                "error": error,
+            }
+        )
+        if report:
+            for ordinal, unit in enumerate(json.loads(report["top_level_units"])):
+                units.append(
+                    {
+                        "document_key": spec.key,
+                        "ordinal": ordinal,
+                        "unit": unit.get("unit"),
+                        "number": unit.get("number"),
+                        "label": unit["label"],
+                        "title": unit["title"],
+                        "page_start": unit["page_start"],
+                    }
+                )
+    return docs, units
+
+
+def replace_jurisdiction(
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    docs: Sequence[dict[str, Any]],
+    units: Sequence[dict[str, Any]],
+) -> None:
+    """Replace the catalog rows of one jurisdiction atomically."""
+    doc_sql = (
+        f"INSERT INTO documents ({', '.join(DOC_COLUMNS)}, updated_at) "
+        f"VALUES ({', '.join(['%s'] * len(DOC_COLUMNS))}, now())"
+    )
+    unit_sql = (
+        f"INSERT INTO document_units ({', '.join(UNIT_COLUMNS)}) "
+        f"VALUES ({', '.join(['%s'] * len(UNIT_COLUMNS))})"
+    )
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"catalog:{jurisdiction}",))
+        cur.execute("DELETE FROM documents WHERE jurisdiction = %s", (jurisdiction,))
+        cur.executemany(doc_sql, [tuple(d[c] for c in DOC_COLUMNS) for d in docs])
+        cur.executemany(unit_sql, [tuple(u[c] for c in UNIT_COLUMNS) for u in units])
+
+
+def store_pages(
+    conn: psycopg.Connection[Any],
+    docs: Sequence[dict[str, Any]],
+    parsed_pages: pd.DataFrame,
+) -> int:
+    """Keep the body text of each successfully ingested page under (document, sha256, page).
+
+    Rows of a version already stored are left as they are (a version's pages never change), so
+    pages of superseded versions stay readable for answers "as of" a past date.
+    """
+    sha = {d["key"]: d["sha256"] for d in docs if d["ingest_status"] == "ok" and d["sha256"]}
+    if parsed_pages.empty or not sha:
+        return 0
+    frame = parsed_pages[parsed_pages["document_key"].isin(list(sha))]
+    rows = [
+        (str(key), sha[str(key)], int(page), str(text))
+        for key, page, text in zip(frame["document_key"], frame["page"], frame["text"], strict=True)
+        if isinstance(text, str)
+    ]
+    with conn.transaction(), conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO document_pages (document_key, sha256, page, text) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (document_key, sha256, page) DO NOTHING",
+            rows,
+        )
+    return len(rows)
+
+
+def read_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Per-document ingestion summary, ordered by jurisdiction and key."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT key, jurisdiction, doc_type, status, pages, pages_ingested, ocr_pages, "
+            "needs_ocr_pages, sections, chunks, coverage, ingest_status, error, updated_at "
+            "FROM documents ORDER BY jurisdiction, key"
+        )
+        names = [d.name for d in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def read_sections(conn: psycopg.Connection[Any], document_key: str) -> list[dict[str, Any]]:
+    """Top-level units of one document in order; raises KeyError for an unknown document."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT 1 FROM documents WHERE key = %s", (document_key,))
+        if cur.fetchone() is None:
+            raise KeyError(document_key)
+        cur.execute(
+            "SELECT label, title, page_start, unit, number FROM document_units "
+            "WHERE document_key = %s ORDER BY ordinal",
+            (document_key,),
+        )
+        names = [d.name for d in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

