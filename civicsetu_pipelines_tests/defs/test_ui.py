@@ -36,7 +36,7 @@ from civicsetu_pipelines.base.settings import (
     REPO_ROOT,
     Settings,
 )
-from civicsetu_pipelines.evaluate.report import dump_dom
+from civicsetu_pipelines.evaluate.render_check import dump_dom
 from civicsetu_pipelines.operate.instance import (
     ENV_DAGSTER_ARTIFACTS,
     ENV_DAGSTER_HOME,

@@ -103,7 +103,7 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
 
     from civicsetu_pipelines.base.settings import ENV_DATABASE_URL, ENV_STATE_DIR
     from civicsetu_pipelines.defs import build_definitions
-    from civicsetu_pipelines.evaluate.report import check_renders
+    from civicsetu_pipelines.evaluate.render_check import check_renders
 
     with connect(corpus_store.database_url) as conn:
         before = conn.execute("SELECT count(*) FROM eval_runs WHERE scope = 'ALL'").fetchone()

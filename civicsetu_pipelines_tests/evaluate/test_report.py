@@ -19,14 +19,16 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from civicsetu_pipelines.evaluate.render_check import (
+    RENDER_CHECK_SCRIPT,
+    ChromiumNotFoundError,
+    check_renders,
+)
 from civicsetu_pipelines.evaluate.report import (
     HEADLINE,
-    RENDER_CHECK_SCRIPT,
     ROW_FIELDS,
     SECTIONS,
-    ChromiumNotFoundError,
     ReportFiles,
-    check_renders,
     markdown_image,
     problem,
     render_report,
