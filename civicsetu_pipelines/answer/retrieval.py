@@ -2,7 +2,8 @@
 family of strong hits and the legal graph, fused by reciprocal rank and reranked.
 
 Pure domain code over psycopg (no Dagster). Every SQL statement is a parameterized constant.
-Stages (each timed by the caller):
+:class:`Retriever` runs the stages for one question, each timed on the caller's
+:class:`~civicsetu_pipelines.answer.timing.Timer`:
 
 1. explicit references ("Section 18(2)", "rule 16 of the Gujarat rules", "Form N") resolve
    directly to their unit (the finest existing one) in the right jurisdiction and document;
@@ -12,27 +13,28 @@ Stages (each timed by the caller):
 3. family expansion (parent and sibling units of the strongest hits) and, for questions about
    cross-references, penalties or how a rule implements the Act, graph expansion through
    REFERENCES and DERIVED_FROM edges (depth <= 2);
-4. reranking (:class:`Reranker`: the deterministic default, or a cross-encoder when configured)
-   and per-document diversity.
+4. reranking (:class:`~civicsetu_pipelines.answer.ranking.Reranker`: the deterministic default,
+   or a cross-encoder when configured) and per-document diversity.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import psycopg
 
-from civicsetu_pipelines.answer.questions import ExplicitReference, Query
+from civicsetu_pipelines.answer.legal_references import ExplicitReference
+from civicsetu_pipelines.answer.places import ACT_JURISDICTION
+from civicsetu_pipelines.answer.questions import Query
+from civicsetu_pipelines.answer.ranking import Candidate, Reranker, diversify, stems, with_synonyms
+from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.store.legal_chunks import in_force_clause, prepare
 
-ACT_JURISDICTION = "CENTRAL"
 GRAPH_INTENTS = frozenset({"cross_reference", "penalty", "implementation"})
 
 _COLUMNS = (
@@ -55,37 +57,6 @@ class RetrievalSettings:
     family_of: int = 3  # expand parent and siblings of this many top hits
     graph_depth: int = 2
     graph_of: int = 5  # expand the graph around this many top hits
-
-
-@dataclass
-class Candidate:
-    """A unit that may answer the question, with where it came from and its scores."""
-
-    row: dict[str, Any]
-    ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
-    distance: float | None = None  # cosine distance to the question, when vector-ranked
-    fused: float = 0.0
-    score: float = 0.0
-    exact: bool = False  # an explicit reference in the question names this unit
-    via: str | None = None  # "family" / "graph:REFERENCES" ... for expanded units
-
-    @property
-    def chunk_id(self) -> str:
-        return str(self.row["chunk_id"])
-
-    @property
-    def label(self) -> str:
-        return str(self.row["label"])
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "jurisdiction": self.row["jurisdiction"],
-            "document": self.row["document_key"],
-            "label": self.label,
-            "section": self.row["section_label"],
-            "chunk_id": self.chunk_id,
-            "score": round(self.score, 4),
-        }
 
 
 @dataclass
@@ -239,9 +210,9 @@ def _by_document_title(rows: list[dict[str, Any]], context: str) -> list[dict[st
     ("Gujarat General Rule 9": the General Rules), when exactly one does best."""
     if len(rows) < 2 or not context:
         return rows
-    asked = _stems(context)
+    asked = stems(context)
     generic = {"rule", "real", "estate", "regulation", "development", "the", "of", "and"}
-    scores = [len((_stems(str(r.get("document_title") or "")) & asked) - generic) for r in rows]
+    scores = [len((stems(str(r.get("document_title") or "")) & asked) - generic) for r in rows]
     best = max(scores)
     if best > 0 and scores.count(best) == 1:
         return [rows[scores.index(best)]]
@@ -341,185 +312,117 @@ def fuse(ranked: Mapping[str, Sequence[Mapping[str, Any]]], k: int = 60) -> list
 
 
 # ---------------------------------------------------------------------------------------------
-# Reranking
+# One question's retrieval, stage by stage
 
 
-class Reranker(Protocol):
-    name: str
-
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]: ...
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-# Everyday words for the statute's own terms (a general legal thesaurus, not tuned to any
-# question): a question about a "buyer" and a "builder" is about an allottee and a promoter.
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "buyer": ("allottee",), "buyers": ("allottees",), "purchaser": ("allottee",),
-    "homebuyer": ("allottee",), "builder": ("promoter",), "builders": ("promoters",),
-    "developer": ("promoter",), "developers": ("promoters",), "flat": ("apartment",),
-    "flats": ("apartments",), "punishment": ("penalty", "punishable"),
-    "penalty": ("punishment", "punishable"), "fine": ("penalty",), "refund": ("return",),
-    "force": ("commencement",), "commence": ("commencement",), "start": ("commencement",),
-    "broker": ("agent",), "brokers": ("agents",), "tribunal": ("appellate",),
-    "regulator": ("authority",), "deadline": ("within", "period"),
-}  # fmt: skip
+def search_scope(query: Query, wanted: list[str]) -> list[str] | None:
+    """The jurisdictions searched: the filter as given; else the states the question names
+    plus the Act (which applies in every state); else everything."""
+    if wanted:
+        return wanted
+    if query.jurisdictions:
+        return sorted({*query.jurisdictions, ACT_JURISDICTION})
+    return None
 
 
-def with_synonyms(terms: Iterable[str]) -> list[str]:
-    """The terms followed by the statute's words for them (no duplicates, order kept)."""
-    out: dict[str, None] = {}
-    for term in terms:
-        out[term] = None
-        for synonym in SYNONYMS.get(term.lower(), ()):
-            out[synonym] = None
-    return list(out)
+def _in_scope(row: Mapping[str, Any], scope: Sequence[str] | None) -> bool:
+    return scope is None or row["jurisdiction"] in scope
 
 
-@functools.lru_cache(maxsize=8192)
-def _stems(text: str) -> frozenset[str]:
-    """The stemmed words of a text (memoized: unit texts are scored for many questions)."""
-    return frozenset(_stem(w) for w in _WORD.findall(text.lower()))
+class Retriever:
+    """The ranked candidates of questions over one connection (used by one thread at a time),
+    which it sets up for repeated queries (:func:`prepare_session`)."""
 
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        embed_query: Callable[[str], np.ndarray],
+        settings: RetrievalSettings,
+        reranker: Reranker,
+    ) -> None:
+        self._conn = conn
+        self._embed_query = embed_query
+        self.settings = settings
+        self.reranker = reranker
+        prepare_session(self._conn, settings.ef_search)
+        self._vectors: dict[str, np.ndarray] = {}
 
-def _stem(word: str) -> str:
-    """A light English stemmer: plurals to the singular (allottees -> allottee, penalties ->
-    penalty), then -ation, -ment, -ing, -ed off words that keep 4 letters."""
-    if len(word) <= 4:
-        return word
-    if word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif word.endswith(("sses", "shes", "ches", "xes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ation", "ment", "ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+    def stored_jurisdictions(self) -> list[str]:
+        """Every jurisdiction the store holds units of, sorted."""
+        with self._conn.cursor() as cur:
+            cur.execute("SELECT DISTINCT jurisdiction FROM legal_chunks ORDER BY 1")
+            return [str(r[0]) for r in cur.fetchall()]
 
+    def new_question(self) -> None:
+        """Forget the last question's vector (kept so a comparison, which retrieves once per
+        state, embeds its question once)."""
+        self._vectors = {}
 
-def term_overlap(terms: Iterable[str], text: str | None) -> float:
-    """Share of the question's terms (stemmed) present in ``text``."""
-    have = _stems(text or "")
-    wanted = [t.lower() for t in terms if t]
-    if not wanted:
-        return 0.0
-    found = sum(
-        1 for t in dict.fromkeys(wanted)
-        if _stem(t) in have or any(_stem(s) in have for s in SYNONYMS.get(t, ()))
-    )  # fmt: skip
-    return found / len(dict.fromkeys(wanted))
+    def resolve(
+        self, query: Query, scope: Sequence[str] | None, as_of: dt.date | None
+    ) -> list[ReferenceResolution]:
+        """The question's explicit references, each to its units (:func:`resolve_references`)."""
+        return resolve_references(self._conn, query.references, jurisdictions=scope,
+                                  as_of=as_of, context=query.text)  # fmt: skip
 
-
-@dataclass
-class DeterministicReranker:
-    """The default: fused rank, exact reference matches, title and text term matches.
-
-    score = fused / max_fused + 1.0 * exact + 0.35 * title overlap + 0.25 * text overlap
-            - 0.15 for a unit only reached by expansion
-            + intent: 0.3 for a penalty provision (its title or label says penalty,
-              punishment, fine or compounding) when the question is about penalties;
-              0.5 for a unit one DERIVED_FROM step from a hit when it asks how a rule
-              implements the Act; 0.3 for one REFERENCES step when it asks about
-              cross-references; 0.3 for a definition (Section 2) when it asks what a word means;
-              0.25 for a unit of a state the question names; 0.3 for a commencement provision
-              when it asks when something comes into force
-    """
-
-    name: str = "deterministic"
-
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
-        top = max((c.fused for c in candidates), default=0.0) or 1.0
+    def retrieve(
+        self,
+        query: Query,
+        scope: Sequence[str] | None,
+        as_of: dt.date | None,
+        k: int,
+        exact_rows: Sequence[Mapping[str, Any]],
+        timer: Timer,
+        since: float,
+    ) -> tuple[list[Candidate], float]:
+        """The top ``k`` units for ``query``, reranked and diversified, with ``exact_rows`` (the
+        units its references name) among the candidates; and the time the last stage ended."""
+        settings = self.settings
+        vector = self._vectors.get(query.text)
+        if vector is None:  # a comparison retrieves once per state: embed the question once
+            vector = self._vectors[query.text] = self._embed_query(query.text)
+            since = timer.stage("embed", since)
+        by_vector = vector_candidates(
+            self._conn, vector, settings.candidates, jurisdictions=scope, as_of=as_of
+        )
+        since = timer.stage("vector", since)
+        by_text = fulltext_candidates(self._conn, query.terms, settings.candidates,
+                                      jurisdictions=scope, as_of=as_of)  # fmt: skip
+        since = timer.stage("fulltext", since)
+        candidates = fuse(
+            {"reference": list(exact_rows), "vector": by_vector, "fulltext": by_text},
+            k=settings.rrf_k,
+        )
+        exact_ids = {str(r["chunk_id"]) for r in exact_rows}
         for c in candidates:
-            title = term_overlap(query.terms, f"{c.row.get('title') or ''} {c.label}")
-            text = term_overlap(query.terms, c.row.get("text"))
-            c.score = c.fused / top + (1.0 if c.exact else 0.0) + 0.35 * title + 0.25 * text
-            if c.via and not c.ranks:
-                c.score -= 0.15
-            c.score += _intent_bonus(query, c)
-        return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
+            c.exact = c.chunk_id in exact_ids
+        known = {c.chunk_id for c in candidates}
+        strong = [c.row for c in candidates[: settings.family_of]] + list(exact_rows)
+        for row in family_rows(self._conn, strong, as_of=as_of):
+            if str(row["chunk_id"]) not in known and _in_scope(row, scope):
+                candidates.append(Candidate(row, via="family"))
+                known.add(str(row["chunk_id"]))
+        if GRAPH_INTENTS & query.intents:
+            start = [c.chunk_id for c in candidates[: settings.graph_of]] + list(exact_ids)
+            for row in graph_rows(self._conn, start, depth=settings.graph_depth, as_of=as_of):
+                if str(row["chunk_id"]) not in known and _in_scope(row, scope):
+                    candidates.append(Candidate(row, via=f"graph:{row['graph_edge']}"))
+                    known.add(str(row["chunk_id"]))
+        since = timer.stage("expand", since)
+        ranked = self.reranker.rerank(query, candidates)
+        ranked = diversify(ranked, k, settings.per_document)
+        since = timer.stage("rerank", since)
+        return ranked, since
 
-
-_PENALTY = re.compile(r"\b(?:penalt|punish|fine\b|fines\b|imprison|compound)", re.IGNORECASE)
-
-
-def _intent_bonus(query: Query, c: Candidate) -> float:
-    bonus = 0.0
-    depth = c.row.get("graph_depth")
-    if "penalty" in query.intents and _PENALTY.search(f"{c.row.get('title') or ''} {c.label}"):
-        bonus += 0.3
-    if "implementation" in query.intents and c.via == "graph:DERIVED_FROM" and depth == 1:
-        bonus += 0.5
-    if "cross_reference" in query.intents and c.via == "graph:REFERENCES" and depth == 1:
-        bonus += 0.3
-    if "definition" in query.intents and str(c.row.get("section_label")) == "Section 2":
-        bonus += 0.3
-    if c.row.get("jurisdiction") in query.jurisdictions and c.row.get("jurisdiction") != (
-        ACT_JURISDICTION
-    ):
-        bonus += 0.25  # the question names this state: its own provisions first
-    asks_commencement = {"force", "commence", "commencement", "effect"} & set(query.terms)
-    if (
-        "temporal" in query.intents
-        and asks_commencement
-        and _COMMENCEMENT.search(str(c.row.get("title") or ""))
-    ):
-        bonus += 0.3
-    return bonus
-
-
-_COMMENCEMENT = re.compile(r"commencement", re.IGNORECASE)
-
-
-@dataclass
-class CrossEncoderReranker:
-    """A sentence-transformers cross-encoder (a local path or a hub name where one is reachable),
-    blended with exact reference matches so a named unit is never pushed down."""
-
-    model_path: str
-    name: str = "cross-encoder"
-    _model: Any = None
-
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
-        if self._model is None:
-            from sentence_transformers import CrossEncoder
-
-            self._model = CrossEncoder(self.model_path, device="cpu")
-        pairs = [(query.text, f"{c.label} {c.row.get('title') or ''}\n{c.row['text']}")
-                 for c in candidates]  # fmt: skip
-        scores = self._model.predict(pairs) if pairs else []
-        for c, s in zip(candidates, scores, strict=True):
-            c.score = float(s) + (10.0 if c.exact else 0.0)
-        return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
-
-
-def make_reranker(cross_encoder: str | None) -> Reranker:
-    """The cross-encoder when one is configured and present on disk, else the default.
-
-    A configured path that does not exist falls back to the default (and says so via the
-    returned reranker's name), so a missing model never breaks answering.
-    """
-    if cross_encoder and Path(cross_encoder).exists():
-        return CrossEncoderReranker(cross_encoder)
-    return DeterministicReranker()
-
-
-def diversify(candidates: Sequence[Candidate], k: int, per_document: int) -> list[Candidate]:
-    """The top ``k`` with at most ``per_document`` units of one document (exact matches always
-    kept); if the cap leaves fewer than ``k``, the rest fill in by score."""
-    chosen: list[Candidate] = []
-    counts: dict[str, int] = {}
-    for c in candidates:
-        doc = str(c.row["document_key"])
-        if c.exact or counts.get(doc, 0) < per_document:
-            chosen.append(c)
-            counts[doc] = counts.get(doc, 0) + 1
-        if len(chosen) == k:
-            return chosen
-    for c in candidates:
-        if c not in chosen:
-            chosen.append(c)
-            if len(chosen) == k:
-                break
-    return chosen
+    def unknown_terms(self, terms: Sequence[str]) -> list[str]:
+        """The question's terms that occur nowhere in the stored corpus."""
+        if not terms:
+            return []
+        with self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT t FROM unnest(%s::text[]) t WHERE numnode(plainto_tsquery('english', t)) "
+                "> 0 AND NOT EXISTS (SELECT 1 FROM legal_chunks c WHERE c.status = 'current' "
+                "AND c.tsv @@ plainto_tsquery('english', t))",
+                (list(terms),),
+            )
+            return [str(r[0]) for r in cur.fetchall()]

@@ -10,12 +10,12 @@ from datetime import date, datetime
 
 import pytest
 
+from civicsetu_pipelines.answer.legal_references import ExplicitReference
 from civicsetu_pipelines.answer.questions import (
     GENERIC_TERMS,
     INTENTS,
     MAX_QUESTION_CHARS,
     STOP_WORDS,
-    ExplicitReference,
     Query,
     QuestionError,
     is_vague,

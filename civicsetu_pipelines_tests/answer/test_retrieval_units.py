@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from civicsetu_pipelines.answer.answers import (
+from civicsetu_pipelines.answer.citations import quote_in, sentences
+from civicsetu_pipelines.answer.compose import (
     ANSWER_DISTANCE,
     DISCLAIMER,
     MAX_QUOTE_CHARS,
@@ -25,20 +26,17 @@ from civicsetu_pipelines.answer.answers import (
     refusal,
     render_answer,
 )
-from civicsetu_pipelines.answer.citations import quote_in, sentences
 from civicsetu_pipelines.answer.questions import Query, understand
-from civicsetu_pipelines.answer.retrieval import (
+from civicsetu_pipelines.answer.ranking import (
     Candidate,
     CrossEncoderReranker,
     DeterministicReranker,
-    _label_chain,
     _stem,
     diversify,
-    fulltext_query,
-    fuse,
     make_reranker,
     term_overlap,
 )
+from civicsetu_pipelines.answer.retrieval import _label_chain, fulltext_query, fuse
 
 KNOWN = ["CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"]
 ACT = "rera_act_2016"

@@ -1,0 +1,533 @@
+"""Trusted answers built from ranked evidence: extractive answers made only of verbatim quotes
+with their citations, comparisons of jurisdictions, and explicit refusals.
+
+Pure domain code (no Dagster). The refusals decided before retrieval (:func:`places_refusal`,
+:func:`reference_refusal`) and after it (:func:`evidence_refusal`, from the verdicts), the
+quotes chosen, their citations placed on pages (:class:`Composer`, which reads the stored page
+texts), the confidence and the rendered text.
+
+Doctrine: never answer without evidence from the stored corpus; every quote is verbatim in its
+chunk and placed on the page it is printed on; legal structure (labels, sections) comes from the
+parsed text; a correct refusal beats a partly wrong answer. The extractive answer says nothing
+that is not quoted; the optional LLM path (:mod:`civicsetu_pipelines.answer.llm`) must pass the same
+verbatim checks or the answer is refused (``validation_failed``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+
+from civicsetu_pipelines.answer.citations import quote_in, sentences, split_across_pages
+from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
+from civicsetu_pipelines.answer.places import ACT_JURISDICTION
+from civicsetu_pipelines.answer.questions import Query, is_vague
+from civicsetu_pipelines.answer.ranking import SYNONYMS, Candidate, term_overlap
+from civicsetu_pipelines.answer.retrieval import ReferenceResolution
+from civicsetu_pipelines.answer.timing import Timer
+from civicsetu_pipelines.base.canonical import canonical_flat
+
+DISCLAIMER = (
+    "Extracts quoted from the stored gazette text with their citations; not legal advice. "
+    "Check the cited page of the official gazette, and whether the provision has been amended, "
+    "before relying on it."
+)
+# Evidence thresholds: cosine distance from the question to the nearest unit (all-MiniLM-L6-v2;
+# in-scope questions measured at 0.21-0.46, out-of-scope ones at 0.52-0.85) and the share of
+# the question's terms the best unit holds.
+ANSWER_DISTANCE = 0.50
+NEAR_DISTANCE = 0.55
+NEAR_OVERLAP = 0.67
+THIN_OVERLAP = 0.34  # below this share of terms, confidence is low
+MAX_QUOTES = 4
+QUOTES_PER_UNIT = 2
+MAX_QUOTE_CHARS = 600
+
+
+# ---------------------------------------------------------------------------------------------
+# Refusals and notes, in the order a question meets them
+
+
+def places_refusal(
+    query: Query, wanted: Sequence[str], stored: Sequence[str]
+) -> dict[str, Any] | None:
+    """A question that names only places the corpus holds nothing of (and no filter) is out of
+    scope; else None."""
+    if query.other_places and not query.jurisdictions and not wanted:
+        places = ", ".join(query.other_places)
+        return refusal(
+            "out_of_scope",
+            f"The corpus holds no documents of {places}; it covers {', '.join(stored)}.",
+        )
+    return None
+
+
+def missing_labels(resolutions: Sequence[ReferenceResolution]) -> list[str]:
+    """The labels of the question's references that name no stored unit."""
+    return [r.reference.label for r in resolutions if not r.candidates]
+
+
+def reference_refusal(
+    query: Query,
+    resolutions: Sequence[ReferenceResolution],
+    scope: Sequence[str] | None,
+    as_of: dt.date | None,
+    *,
+    comparing: bool,
+) -> dict[str, Any] | None:
+    """Refused before retrieval: a reference found in several documents (unless comparing), a
+    question too vague to answer, or one whose every reference is absent; else None."""
+    ambiguous = [r for r in resolutions if r.ambiguous and not comparing]
+    if ambiguous:
+        options = [c for r in ambiguous for c in r.candidates]
+        return refusal(
+            "ambiguous_query",
+            f"{ambiguous[0].reference.label} exists in several documents "
+            f"({', '.join(sorted({str(c['jurisdiction']) for c in options}))}): "
+            "name the jurisdiction (or pass --jurisdiction).",
+            related=[_related(row) for row in options],
+        )
+    missing = missing_labels(resolutions)
+    if is_vague(query) and not query.references:
+        return refusal(
+            "ambiguous_query",
+            "The question is too vague to answer from the statute: name a provision "
+            "(e.g. 'Section 18') or ask about a specific obligation, right or procedure.",
+        )
+    exact_rows = [row for r in resolutions for row in r.candidates]
+    if missing and not exact_rows:  # every unit the question names is absent: never
+        # answer it with other provisions
+        return refusal(
+            "no_relevant_data",
+            f"{', '.join(missing)} is not in the stored corpus"
+            + (f" of {', '.join(scope)}" if scope else "")
+            + (f" in force on {as_of.isoformat()}" if as_of else "")
+            + ".",
+        )
+    return None
+
+
+def evidence_refusal(
+    query: Query,
+    ranked: Sequence[Candidate],
+    unknown_terms: Callable[[Sequence[str]], list[str]],
+    stored: Sequence[str],
+) -> dict[str, Any] | None:
+    """Refused after retrieval: nothing retrieved, or a verdict against the evidence
+    (:func:`evidence_verdict`, :func:`state_verdict`, :func:`external_verdict`); else None."""
+    if not ranked:
+        return refusal("no_relevant_data", "Nothing in the stored corpus matches the question.")
+    verdict = evidence_verdict(query, ranked, unknown_terms)
+    verdict = verdict or state_verdict(query, ranked, stored)
+    verdict = verdict or external_verdict(query, ranked)
+    if verdict is not None:
+        reason, message = verdict
+        return refusal(reason, message, related=[c.summary() for c in ranked[:5]],
+                       retrieved=ranked)  # fmt: skip
+    return None
+
+
+def with_notes(
+    result: dict[str, Any], resolutions: Sequence[ReferenceResolution]
+) -> dict[str, Any]:
+    """``result`` noting the question's references that are not in the stored corpus."""
+    missing = missing_labels(resolutions)
+    if missing:
+        result["notes"] = [f"{', '.join(missing)} is not in the stored corpus."]
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Composing the answer
+
+
+class Composer:
+    """Answers from ranked units: their verbatim quotes (or, with an LLM configured, its claims
+    that pass the same checks), each placed on the page it is printed on. Reads the stored page
+    texts over the engine's connection (used by one thread at a time)."""
+
+    def __init__(self, conn: psycopg.Connection[Any], llm: LLMSettings | None) -> None:
+        self._conn = conn
+        self._llm = llm
+        self._page_cache: dict[tuple[str, str, int], str] = {}
+
+    def compose(
+        self, query: Query, ranked: list[Candidate], timer: Timer, since: float
+    ) -> dict[str, Any]:
+        """The answer from ``ranked`` (which passed the verdicts), or a refusal when nothing in
+        it can be quoted."""
+        if self._llm is not None:
+            return self._generate(query, ranked, timer, since)
+        quotes = choose_quotes(query, ranked)
+        citations = self.cite(quotes)
+        timer.stage("answer", since)
+        if not citations:
+            return refusal(
+                "no_relevant_data",
+                "The best matching provisions hold no sentence that can be quoted for this "
+                "question.",
+                related=[c.summary() for c in ranked[:5]],
+                retrieved=ranked,
+            )
+        return {
+            "status": "answered",
+            "refusal_reason": None,
+            "answer": render_answer(citations),
+            "confidence": confidence(query, ranked),
+            "citations": citations,
+            "retrieved": [c.summary() for c in ranked],
+            "related": [],
+            "disclaimer": DISCLAIMER,
+        }
+
+    def _generate(
+        self, query: Query, ranked: list[Candidate], timer: Timer, since: float
+    ) -> dict[str, Any]:
+        """The LLM path: claims must quote the retrieved evidence verbatim, or refuse."""
+        assert self._llm is not None
+        evidence = [
+            Evidence(f"E{i}", c.chunk_id, str(c.row["jurisdiction"]), str(c.row["document_key"]),
+                     c.label, str(c.row["text"]))
+            for i, c in enumerate(ranked, start=1)
+        ]  # fmt: skip
+        result = generate_answer(query.text, evidence, self._llm)
+        timer.stage("generate", since)
+        if result.status != "answered":
+            reason = "validation_failed" if result.status == "validation_failed" else None
+            return refusal(
+                reason or "validation_failed",
+                "The generated answer failed the citation checks"
+                if reason
+                else "The language model could not be reached; no answer was generated.",
+                related=[c.summary() for c in ranked[:5]],
+                retrieved=ranked,
+                problems=result.problems,
+            )
+        if not result.claims:
+            return refusal("no_relevant_data", "The evidence retrieved does not answer it.",
+                           related=[c.summary() for c in ranked[:5]], retrieved=ranked)  # fmt: skip
+        by_id = {e.id: c for e, c in zip(evidence, ranked, strict=True)}
+        quotes: list[tuple[Candidate, str]] = []
+        for claim in result.claims:
+            for quote in claim.quotes:
+                for cid in claim.citation_ids:
+                    if quote_in(quote, str(by_id[cid].row["text"])):
+                        quotes.append((by_id[cid], quote))
+                        break
+        citations = self.cite(quotes)
+        if len(citations) < len(quotes):
+            return refusal("validation_failed", "A quote could not be placed on a page.",
+                           related=[c.summary() for c in ranked[:5]], retrieved=ranked)  # fmt: skip
+        text = " ".join(
+            f"{claim.text} "
+            + "".join(f"[{c['n']}]" for c in citations if c["quote"] in claim.quotes)
+            for claim in result.claims
+        )
+        return {
+            "status": "answered",
+            "refusal_reason": None,
+            "answer": text.strip(),
+            "confidence": confidence(query, ranked),
+            "citations": citations,
+            "retrieved": [c.summary() for c in ranked],
+            "related": [],
+            "generated": {"attempts": result.attempts, "claims": len(result.claims)},
+            "disclaimer": DISCLAIMER,
+        }
+
+    def cite(self, quotes: Sequence[tuple[Candidate, str]], start: int = 1) -> list[dict[str, Any]]:
+        """Citations for (unit, quote) pairs, each quote placed on the page it is printed on
+        (a quote over a page break becomes one citation per page); unplaceable quotes are
+        dropped, never cited with a guessed page."""
+        citations: list[dict[str, Any]] = []
+        for candidate, quote in quotes:
+            row = candidate.row
+            if not quote_in(quote, str(row["text"])):
+                continue
+            pages = self._pages(row)
+            for page, part in split_across_pages(quote, pages):
+                citations.append(
+                    {
+                        "n": start + len(citations),
+                        "jurisdiction": row["jurisdiction"],
+                        "document": row["document_key"],
+                        "document_title": row.get("document_title") or row["document_key"],
+                        "label": row["label"],
+                        "section": row["section_label"],
+                        "page": page,
+                        "quote": canonical_flat(part),
+                        "source_url": row.get("source_url"),
+                        "chunk_id": candidate.chunk_id,
+                    }
+                )
+        return citations
+
+    def _pages(self, row: Mapping[str, Any]) -> dict[int, str]:
+        """The stored body text of the unit's pages (a version's pages never change: cached)."""
+        key, sha = str(row["document_key"]), str(row["sha256"])
+        wanted = range(int(row["page_start"]), int(row["page_end"]) + 1)
+        if any((key, sha, n) not in self._page_cache for n in wanted):
+            with self._conn.cursor() as cur:
+                cur.execute(
+                    "SELECT page, text FROM document_pages WHERE document_key = %s "
+                    "AND sha256 = %s AND page BETWEEN %s AND %s",
+                    (key, sha, wanted.start, wanted.stop - 1),
+                )
+                for page, text in cur.fetchall():
+                    self._page_cache[(key, sha, int(page))] = str(text)
+        return {
+            n: self._page_cache[(key, sha, n)] for n in wanted if (key, sha, n) in self._page_cache
+        }
+
+
+@dataclass
+class Comparison:
+    """Each jurisdiction's own provisions side by side (precedence only where quoted), built one
+    jurisdiction at a time."""
+
+    query: Query
+    composer: Composer
+    sides: list[dict[str, Any]] = field(default_factory=list)
+    ranked_all: list[Candidate] = field(default_factory=list)
+    citations: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(
+        self,
+        state: str,
+        ranked: list[Candidate],
+        unknown_terms: Callable[[Sequence[str]], list[str]],
+    ) -> None:
+        """The side of ``state`` from its own ranked units: up to two quotes, if its evidence
+        answers."""
+        query = self.query
+        self.ranked_all += ranked
+        if not ranked or evidence_verdict(query, ranked, unknown_terms) is not None:
+            self.sides.append(
+                {"jurisdiction": state, "status": "no_relevant_data", "citations": []}
+            )
+            return
+        cited = self.composer.cite(choose_quotes(query, ranked, limit=2),
+                                   start=len(self.citations) + 1)  # fmt: skip
+        self.citations += cited
+        self.sides.append({"jurisdiction": state, "status": "answered" if cited else
+                           "no_relevant_data", "citations": cited})  # fmt: skip
+
+    def result(self) -> dict[str, Any]:
+        """The sides as one answer, or a refusal when no side has a quote."""
+        query, sides, ranked_all, citations = (
+            self.query,
+            self.sides,
+            self.ranked_all,
+            self.citations,
+        )
+        if not citations:
+            return refusal("no_relevant_data", "None of the jurisdictions compared has a "
+                           "provision that answers the question.",
+                           related=[c.summary() for c in ranked_all[:5]],
+                           retrieved=ranked_all)  # fmt: skip
+        answered_sides = [side["jurisdiction"] for side in sides if side["citations"]]
+        lines = []
+        for side in sides:
+            lines.append(f"{side['jurisdiction']}:")
+            if not side["citations"]:
+                lines.append("  (no provision found in the stored corpus)")
+            for c in side["citations"]:
+                lines.append(f'  {c["label"]} ({c["document_title"]}): "{c["quote"]}" [{c["n"]}]')
+        return {
+            "status": "answered",
+            "refusal_reason": None,
+            "answer": "\n".join(lines),
+            "confidence": min_confidence(
+                [confidence(query, [c for c in ranked_all if c.row["jurisdiction"] == side])
+                 for side in answered_sides]
+            ),
+            "citations": citations,
+            "comparison": sides,
+            "retrieved": [c.summary() for c in ranked_all],
+            "related": [],
+            "disclaimer": DISCLAIMER,
+        }  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure pieces (unit-tested on their own)
+
+
+def _related(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {"jurisdiction": row["jurisdiction"], "document": row["document_key"],
+            "label": row["label"], "section": row["section_label"],
+            "chunk_id": str(row["chunk_id"])}  # fmt: skip
+
+
+def refusal(
+    reason: str,
+    message: str,
+    *,
+    related: Sequence[Mapping[str, Any]] = (),
+    retrieved: Sequence[Candidate] = (),
+    problems: Sequence[str] = (),
+) -> dict[str, Any]:
+    """A refusal: the reason, a message, and related provisions listed as "related, not
+    answering" where they exist."""
+    out: dict[str, Any] = {
+        "status": "refused",
+        "refusal_reason": reason,
+        "answer": message,
+        "confidence": None,
+        "citations": [],
+        "retrieved": [c.summary() for c in retrieved],
+        "related": [{**r, "relation": "related, not answering"} for r in related],
+        "disclaimer": DISCLAIMER,
+    }
+    if problems:
+        out["problems"] = list(problems)
+    return out
+
+
+def evidence_verdict(
+    query: Query,
+    ranked: Sequence[Candidate],
+    unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
+) -> tuple[str, str] | None:
+    """None when the best evidence can answer; else (reason, message).
+
+    An exact reference is always evidence. Otherwise the nearest unit in meaning decides
+    (cosine distance of the question's vector; calibrated on the corpus, see BENCHMARKS.md):
+    within ANSWER_DISTANCE it can answer; a little farther only when it shares most of the
+    question's terms; beyond that the question is out of scope when some of its words occur
+    nowhere in the corpus (or nothing matches its words), else the evidence is too thin.
+    """
+    if any(c.exact for c in ranked):
+        return None
+    nearest = min((c.distance for c in ranked if c.distance is not None), default=1.0)
+    if nearest <= ANSWER_DISTANCE:
+        return None
+    best_overlap = max((term_overlap(query.terms, c.row.get("text")) for c in ranked), default=0)
+    unknown = [t for t in unknown_terms(query.terms) if not SYNONYMS.get(t)]
+    if nearest <= NEAR_DISTANCE and best_overlap >= NEAR_OVERLAP and not unknown:
+        return None
+    if unknown or not any("fulltext" in c.ranks for c in ranked):
+        words = f" ({', '.join(unknown)} occur nowhere in it)" if unknown else ""
+        return ("out_of_scope", "The stored corpus (the RERA Act, 2016, its FAQ and state RERA "
+                f"rules) has nothing on this question{words}.")  # fmt: skip
+    return ("no_relevant_data", "The stored provisions that come closest do not answer the "
+            "question; they are listed as related.")  # fmt: skip
+
+
+def state_verdict(
+    query: Query, ranked: Sequence[Candidate], stored: Sequence[str]
+) -> tuple[str, str] | None:
+    """A question about one state whose own documents hold nothing among the best units is not
+    answered from another jurisdiction's text: refused, with what was found as related."""
+    states = [j for j in query.jurisdictions if j != ACT_JURISDICTION and j in stored]
+    if len(states) != 1 or query.references or "comparison" in query.intents:
+        return None
+    if any(c.row["jurisdiction"] == states[0] for c in ranked):
+        return None
+    return ("no_relevant_data", f"The stored documents of {states[0]} do not cover this; the "
+            "closest provisions of other jurisdictions are listed as related.")  # fmt: skip
+
+
+_OTHER_ENACTMENT = re.compile(
+    r"\b(?:indian\s+penal\s+code|ipc|income[- ]tax|companies\s+act|code\s+of\s+(?:civil|"
+    r"criminal)\s+procedure|cr\.?p\.?c|gst|goods\s+and\s+services\s+tax|stamp\s+act|"
+    r"transfer\s+of\s+property\s+act|consumer\s+protection\s+act|contract\s+act)\b",
+    re.IGNORECASE,
+)
+
+
+def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, str] | None:
+    """A question about another enactment that none of the best units mentions is out of
+    scope (the corpus holds the RERA Act, its FAQ and state RERA rules)."""
+    named = _OTHER_ENACTMENT.search(query.text)
+    if named is None or query.references:
+        return None
+    pattern = re.compile(re.escape(named.group(0)).replace("\\ ", r"\s+"), re.IGNORECASE)
+    if any(pattern.search(str(c.row.get("text") or "")) for c in ranked[:3]):
+        return None
+    return ("out_of_scope", f"The corpus holds the RERA Act, 2016, its FAQ and state RERA rules; "
+            f"it does not hold the {named.group(0)}.")  # fmt: skip
+
+
+def choose_quotes(
+    query: Query, ranked: Sequence[Candidate], *, limit: int = MAX_QUOTES
+) -> list[tuple[Candidate, str]]:
+    """Verbatim sentences of the best units: for a unit the question names, its opening
+    sentences; otherwise the sentences sharing most of the question's terms (at least one).
+    When the question names units, only those units and their parts are quoted."""
+    chosen: list[tuple[Candidate, str]] = []
+    named = {(c.row["document_key"], c.row["section_label"]) for c in ranked if c.exact}
+    if named:
+        ranked = [c for c in ranked if (c.row["document_key"], c.row["section_label"]) in named]
+    best = ranked[0].score if ranked else 0.0
+    for candidate in ranked:
+        if len(chosen) >= limit:
+            break
+        if candidate is not ranked[0] and candidate.score < 0.5 * best and not candidate.exact:
+            continue
+        spans = sentences(str(candidate.row["text"]))
+        if candidate.exact:
+            picked = [s.text for s in spans[:QUOTES_PER_UNIT]]
+        else:
+            scored = [(term_overlap(query.terms, s.text), -i, s.text) for i, s in enumerate(spans)]
+            scored = [t for t in scored if t[0] > 0]
+            scored.sort(reverse=True)
+            picked = [t[2] for t in scored[:QUOTES_PER_UNIT]]
+            picked.sort(key=lambda text: str(candidate.row["text"]).find(text))
+        for text in picked:
+            if len(chosen) < limit:
+                chosen.append((candidate, _trim(text)))
+    return chosen
+
+
+def _trim(text: str) -> str:
+    """Long sentences are cut at a word boundary (the cut part is still verbatim)."""
+    if len(text) <= MAX_QUOTE_CHARS:
+        return text
+    cut = text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
+    return cut
+
+
+def render_answer(citations: Sequence[Mapping[str, Any]]) -> str:
+    """Only quotes, each introduced by its unit's label and marked with its citation number."""
+    lines: list[str] = []
+    last: tuple[str, str] | None = None
+    for c in citations:
+        head = (str(c["document"]), str(c["label"]))
+        if head != last:
+            lines.append(f"{c['label']} ({c['document_title']}):")
+            last = head
+        lines.append(f'  "{c["quote"]}" [{c["n"]}]')
+    return "\n".join(lines)
+
+
+def confidence(query: Query, ranked: Sequence[Candidate]) -> str:
+    """high | medium | low, from the evidence alone (never from a model).
+
+    high: the question names the unit cited, or the best unit is in the top 3 of both the
+    vector and full-text rankings and shares at least half of the question's terms;
+    medium: the best unit shares a third of the terms or is found by both rankings;
+    low: otherwise.
+    """
+    if not ranked:
+        return "low"
+    best = ranked[0]
+    if best.exact:
+        return "high"
+    overlap = term_overlap(query.terms, best.row.get("text"))
+    both = "vector" in best.ranks and "fulltext" in best.ranks
+    if both and best.ranks["vector"] <= 3 and best.ranks["fulltext"] <= 3 and overlap >= 0.5:
+        return "high"
+    if overlap >= THIN_OVERLAP or both:
+        return "medium"
+    return "low"
+
+
+def min_confidence(levels: Sequence[str]) -> str:
+    order = ["low", "medium", "high"]
+    return min(levels, key=order.index) if levels else "low"
