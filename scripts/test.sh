@@ -9,5 +9,7 @@ echo "[test] ruff"
 .venv/bin/ruff format --check civicsetu_pipelines civicsetu_pipelines_tests bench
 echo "[test] mypy"
 .venv/bin/mypy civicsetu_pipelines
+echo "[test] import contracts (.importlinter: stages in pipeline order, dagster only in defs/ and operate/)"
+.venv/bin/lint-imports --no-cache
 echo "[test] pytest"
 .venv/bin/pytest civicsetu_pipelines_tests "$@"

@@ -78,3 +78,18 @@ def test_materializing_neo4j_graph_without_a_server_fails_clearly() -> None:
     unconfigured = Neo4jResource(uri="").driver()
     with pytest.raises(dg.Failure, match="No Neo4j server is configured: set NEO4J_URI"):
         unconfigured.__enter__()
+
+
+def test_readme_asset_graph_is_the_definitions_graph() -> None:
+    """The README's diagram is the one drawn from the definitions (regenerate it with
+    ``python -m civicsetu_pipelines.defs.diagram`` when assets change)."""
+    from civicsetu_pipelines.base.settings import REPO_ROOT
+    from civicsetu_pipelines.defs.diagram import asset_graph_mermaid
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    drawn = asset_graph_mermaid(defs)
+    assert "```mermaid\n" + drawn + "```" in readme
+    assert drawn.count(" --> ") == sum(
+        len(defs.resolve_asset_graph().get(k).parent_keys)
+        for k in defs.resolve_asset_graph().get_all_asset_keys()
+    )

@@ -21,7 +21,7 @@ from civicsetu_pipelines.ingest.documents import chunk_rows, page_records, parse
 from civicsetu_pipelines.ingest.pages import tesseract_available
 from civicsetu_pipelines.ingest.registry import DocumentSpec, load_registry
 from civicsetu_pipelines.store.database import connect
-from civicsetu_pipelines_tests.test_registry import running_in_ci
+from civicsetu_pipelines_tests.ingest.test_registry import running_in_ci
 
 pytestmark = pytest.mark.corpus
 

@@ -29,7 +29,7 @@ from civicsetu_pipelines.ingest.fetch import (
     sidecar_path,
 )
 from civicsetu_pipelines.ingest.registry import DocumentSpec, load_registry
-from civicsetu_pipelines_tests.test_registry import running_in_ci
+from civicsetu_pipelines_tests.ingest.test_registry import running_in_ci
 
 CAP = 64 * 1024  # max_bytes used for the oversize tests
 LAST_MODIFIED = "Wed, 01 Nov 2017 00:41:26 GMT"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR, REPO_ROOT
 from civicsetu_pipelines.ingest.registry import DOCUMENTS_YAML
 from civicsetu_pipelines.store.database import connect, ensure_database, with_database
 
@@ -63,7 +63,7 @@ def daemon_env(
     env.update(DAGSTER_HOME=out[0], CIVICSETU_DAGSTER_PG_URL=out[1],
                CIVICSETU_DAGSTER_ARTIFACTS=out[2])  # fmt: skip
     log = (root / "daemon.log").open("w")
-    workspace = Path(__file__).resolve().parents[1] / "workspace.yaml"
+    workspace = REPO_ROOT / "workspace.yaml"
     daemon = subprocess.Popen(
         [str(BIN / "dagster-daemon"), "run", "-w", str(workspace)],
         env=env, cwd=out[0], stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
