@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from civicsetu_pipelines.base.settings import REPO_ROOT, Settings
+from civicsetu_pipelines.base import REPO_ROOT, Settings
 
 app = typer.Typer(
     help="CivicSetu: RERA gazettes to a cited legal knowledge base.", no_args_is_help=True
@@ -36,7 +36,7 @@ def _print_json(data: Any) -> None:
 @db_app.command("start")
 def db_start() -> None:
     """Start the embedded Postgres (idempotent) and apply migrations."""
-    from civicsetu_pipelines.store.database import (
+    from civicsetu_pipelines.store import (
         apply_migrations,
         redact_url,
         resolve_database_url,
@@ -52,7 +52,7 @@ def db_start() -> None:
 @db_app.command("stop")
 def db_stop() -> None:
     """Stop the embedded Postgres cleanly."""
-    from civicsetu_pipelines.store.database import EmbeddedPostgres
+    from civicsetu_pipelines.store import EmbeddedPostgres
 
     settings = Settings.from_env()
     if settings.database_url:
@@ -65,11 +65,11 @@ def db_stop() -> None:
 @db_app.command("status")
 def db_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show whether the embedded Postgres is running."""
-    from civicsetu_pipelines.store.database import EmbeddedPostgres
+    from civicsetu_pipelines.store import EmbeddedPostgres
 
     settings = Settings.from_env()
     if settings.database_url:
-        from civicsetu_pipelines.store.database import redact_url
+        from civicsetu_pipelines.store import redact_url
 
         status: dict[str, Any] = {"external": True, "url": redact_url(settings.database_url)}
     else:
@@ -85,7 +85,7 @@ def db_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 @db_app.command("url")
 def db_url() -> None:
     """Print the database URL (starting the embedded server if needed)."""
-    from civicsetu_pipelines.store.database import resolve_database_url
+    from civicsetu_pipelines.store import resolve_database_url
 
     out.print(resolve_database_url(Settings.from_env()), soft_wrap=True)
 
@@ -106,8 +106,12 @@ def materialize(
     last successful run is reported up to date and skipped, unless --force."""
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.defs.resources import warm_up_embedder
-    from civicsetu_pipelines.operate.instance import prepare_dagster_home
-    from civicsetu_pipelines.operate.runs import open_instance, run_job, run_partitions
+    from civicsetu_pipelines.operate import (
+        open_instance,
+        prepare_dagster_home,
+        run_job,
+        run_partitions,
+    )
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
@@ -190,8 +194,12 @@ def backfill(
     3 on timeout."""
     import time
 
-    from civicsetu_pipelines.operate.instance import prepare_dagster_home
-    from civicsetu_pipelines.operate.runs import backfill_runs, daemon_alive, open_instance
+    from civicsetu_pipelines.operate import (
+        backfill_runs,
+        daemon_alive,
+        open_instance,
+        prepare_dagster_home,
+    )
 
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
@@ -233,7 +241,7 @@ def backfill(
 
 def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
     """The jurisdictions asked for (all by default); unknown ones exit 2, naming the known."""
-    from civicsetu_pipelines.ingest.registry import load_registry
+    from civicsetu_pipelines.ingest import load_registry
 
     known = load_registry().jurisdictions()
     wanted = [j.upper() for j in jurisdiction] if jurisdiction else known
@@ -264,8 +272,7 @@ def ask(
 ) -> None:
     """Answer a question from the stored corpus with verbatim citations, or refuse with the
     reason. Exit 0 for an answer or a refusal, 2 for bad input."""
-    from civicsetu_pipelines.answer.answers import answer
-    from civicsetu_pipelines.answer.questions import QuestionError
+    from civicsetu_pipelines.answer import QuestionError, answer
 
     try:
         result = answer(question, jurisdictions=jurisdiction, as_of=as_of, top_k=top_k)
@@ -303,12 +310,12 @@ def eval_command(
 ) -> None:
     """Score a golden file against the current stores; prints the headline metrics (per-question
     rows with --json) and records the run in Postgres. Exit 0 when it ran, whatever the scores."""
-    from civicsetu_pipelines.answer.answers import (
+    from civicsetu_pipelines.answer import (
         QueryEngine,
         default_query_embedder,
         settings_from_env,
     )
-    from civicsetu_pipelines.evaluate.scoring import (
+    from civicsetu_pipelines.evaluate import (
         GOLDEN_JSONL,
         GoldenError,
         evaluate,
@@ -316,8 +323,7 @@ def eval_command(
         load_golden,
         record,
     )
-    from civicsetu_pipelines.store.database import resolve_database_url
-    from civicsetu_pipelines.store.embedding import embedding_config_from_env
+    from civicsetu_pipelines.store import embedding_config_from_env, resolve_database_url
 
     if k not in (1, 3, 5, 10):
         console.print("[red]--k must be 1, 3, 5 or 10[/red]")
@@ -373,9 +379,13 @@ def _stats_rows() -> list[dict[str, Any]]:
 
 def _read_stats() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per-document catalog rows and per-jurisdiction store rows."""
-    from civicsetu_pipelines.store.catalog import read_stats
-    from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
-    from civicsetu_pipelines.store.legal_chunks import store_stats
+    from civicsetu_pipelines.store import (
+        apply_migrations,
+        connect,
+        read_stats,
+        resolve_database_url,
+        store_stats,
+    )
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
@@ -475,8 +485,12 @@ def sections(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """List label, title and first page of each top-level unit of a document."""
-    from civicsetu_pipelines.store.catalog import read_sections
-    from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
+    from civicsetu_pipelines.store import (
+        apply_migrations,
+        connect,
+        read_sections,
+        resolve_database_url,
+    )
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
@@ -504,7 +518,7 @@ def sections(
 
 
 def _connect_store() -> Any:
-    from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
+    from civicsetu_pipelines.store import apply_migrations, connect, resolve_database_url
 
     url = resolve_database_url(Settings.from_env())
     apply_migrations(url)
@@ -514,7 +528,7 @@ def _connect_store() -> Any:
 @graph_app.command("stats")
 def graph_stats_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Edges by type and jurisdiction."""
-    from civicsetu_pipelines.graph.edges import graph_stats
+    from civicsetu_pipelines.graph import graph_stats
 
     with _connect_store() as conn:
         stats = graph_stats(conn)
@@ -547,8 +561,8 @@ def graph_export_command(
     ] = None,
 ) -> None:
     """Write the graph as CSV for `neo4j-admin database import full`, with an import.sh."""
-    from civicsetu_pipelines.base.settings import reports_dir
-    from civicsetu_pipelines.graph.neo4j_mirror import export_csv, read_snapshot
+    from civicsetu_pipelines.base import reports_dir
+    from civicsetu_pipelines.graph import export_csv, read_snapshot
 
     target = out_dir or reports_dir(Settings.from_env().state_dir) / "neo4j_import" / "all"
     with _connect_store() as conn:
@@ -576,7 +590,7 @@ def graph_neighbours(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Edges around a unit (REFERENCES and DERIVED_FROM, depth 1 or 2)."""
-    from civicsetu_pipelines.graph.edges import neighbours
+    from civicsetu_pipelines.graph import neighbours
 
     with _connect_store() as conn:
         query = (
@@ -619,8 +633,8 @@ def dev(
 ) -> None:
     """Start the embedded Postgres, the Dagster webserver and the daemon together; Ctrl-C stops
     them together (the Postgres only if this command started it, and not with --keep-db)."""
-    from civicsetu_pipelines.operate.instance import prepare_dagster_home
-    from civicsetu_pipelines.store.database import EmbeddedPostgres
+    from civicsetu_pipelines.operate import prepare_dagster_home
+    from civicsetu_pipelines.store import EmbeddedPostgres
 
     settings = Settings.from_env()
     embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
@@ -666,9 +680,9 @@ def main() -> None:
     database that cannot be reached)."""
     import psycopg
 
-    from civicsetu_pipelines.base.errors import DocumentError
-    from civicsetu_pipelines.ingest.registry import RegistryError
-    from civicsetu_pipelines.store.database import MigrationChecksumError
+    from civicsetu_pipelines.base import DocumentError
+    from civicsetu_pipelines.ingest import RegistryError
+    from civicsetu_pipelines.store import MigrationChecksumError
 
     try:
         app()

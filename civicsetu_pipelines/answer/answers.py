@@ -50,7 +50,7 @@ from civicsetu_pipelines.answer.questions import (
 from civicsetu_pipelines.answer.ranking import Reranker, make_reranker
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.store.database import connect
+from civicsetu_pipelines.store import connect
 
 log = logging.getLogger("civicsetu.answers")
 
@@ -203,8 +203,8 @@ def answer(
     The embedded Postgres (or ``CIVICSETU_DATABASE_URL``) and the configured embedding model
     are used; the model is loaded once per process.
     """
-    from civicsetu_pipelines.base.settings import Settings
-    from civicsetu_pipelines.store.database import resolve_database_url
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.store import resolve_database_url
 
     url = database_url or resolve_database_url(Settings.from_env())
     settings = settings or settings_from_env()
@@ -219,7 +219,7 @@ def answer(
 def settings_from_env() -> AnswerSettings:
     """Answer settings from the environment (``CIVICSETU_EF_SEARCH``, ``CIVICSETU_CROSS_ENCODER``,
     ``CIVICSETU_LLM_BASE_URL`` / ``_MODEL`` / ``_API_KEY``)."""
-    from civicsetu_pipelines.base.settings import answer_env
+    from civicsetu_pipelines.base import answer_env
 
     env = answer_env()
     llm = None
@@ -242,8 +242,8 @@ def default_query_embedder() -> Callable[[str], np.ndarray]:
     """
     import torch
 
-    from civicsetu_pipelines.base.settings import Settings
-    from civicsetu_pipelines.store.embedding import Embedder, embedding_config_from_env
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.store import Embedder, embedding_config_from_env
 
     torch.set_num_threads(1)
     embedder = Embedder(embedding_config_from_env(), Settings.from_env().state_dir / "models")

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from civicsetu_pipelines.base.canonical import canonical_flat
+from civicsetu_pipelines.base import canonical_flat
 
 # Abbreviations after which a full stop does not end a sentence in Indian statutes.
 _ABBREVIATIONS = re.compile(

@@ -30,7 +30,7 @@ from civicsetu_pipelines.answer.questions import Query, is_vague
 from civicsetu_pipelines.answer.ranking import SYNONYMS, Candidate, term_overlap
 from civicsetu_pipelines.answer.retrieval import ReferenceResolution
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.base.canonical import canonical_flat
+from civicsetu_pipelines.base import canonical_flat
 
 DISCLAIMER = (
     "Extracts quoted from the stored gazette text with their citations; not legal advice. "

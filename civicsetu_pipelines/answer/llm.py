@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from civicsetu_pipelines.answer.citations import quote_in
-from civicsetu_pipelines.base.canonical import canonical_flat
+from civicsetu_pipelines.base import canonical_flat
 
 log = logging.getLogger("civicsetu.llm")
 

@@ -39,7 +39,7 @@ from civicsetu_pipelines.answer.places import (
     known_index,
     place_mentions,
 )
-from civicsetu_pipelines.base.canonical import canonicalize
+from civicsetu_pipelines.base import canonicalize
 
 MAX_QUESTION_CHARS = 2000
 MAX_TOP_K = 50

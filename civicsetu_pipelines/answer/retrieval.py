@@ -33,7 +33,7 @@ from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.ranking import Candidate, Reranker, diversify, stems, with_synonyms
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.store.legal_chunks import in_force_clause, prepare
+from civicsetu_pipelines.store import in_force_clause, prepare
 
 GRAPH_INTENTS = frozenset({"cross_reference", "penalty", "implementation"})
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from civicsetu_pipelines.base.settings import Settings, neo4j_configured
+from civicsetu_pipelines.base import Settings, neo4j_configured
 from civicsetu_pipelines.defs.assets import answers, evaluation, graph, ingest, store
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
 from civicsetu_pipelines.defs.jobs import (
@@ -17,7 +17,7 @@ from civicsetu_pipelines.defs.jobs import (
 from civicsetu_pipelines.defs.resources import default_resources
 from civicsetu_pipelines.defs.schedules import build_reingest_schedules
 from civicsetu_pipelines.defs.sensors import build_gazette_sensor
-from civicsetu_pipelines.operate.gazette_watch import registry_files_for
+from civicsetu_pipelines.operate import registry_files_for
 
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import dagster as dg
 
-from civicsetu_pipelines.ingest.registry import load_registry
+from civicsetu_pipelines.ingest import load_registry
 
 jurisdiction_partitions = dg.StaticPartitionsDefinition(load_registry().jurisdictions())

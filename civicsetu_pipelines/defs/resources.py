@@ -16,10 +16,8 @@ from pydantic import Field
 if TYPE_CHECKING:
     import neo4j
 
-from civicsetu_pipelines.answer.answers import AnswerSettings
-from civicsetu_pipelines.answer.llm import LLMSettings
-from civicsetu_pipelines.answer.retrieval import RetrievalSettings
-from civicsetu_pipelines.base.settings import (
+from civicsetu_pipelines.answer import AnswerSettings, LLMSettings, RetrievalSettings
+from civicsetu_pipelines.base import (
     DEFAULT_MIRROR,
     ENV_CROSS_ENCODER,
     ENV_DATABASE_URL,
@@ -48,8 +46,14 @@ from civicsetu_pipelines.base.settings import (
     pdf_cache_dir,
     reports_dir,
 )
-from civicsetu_pipelines.store.database import apply_migrations, connect, resolve_database_url
-from civicsetu_pipelines.store.embedding import PACKAGED_MODEL, EmbeddingConfig, ModelWorker
+from civicsetu_pipelines.store import (
+    PACKAGED_MODEL,
+    EmbeddingConfig,
+    ModelWorker,
+    apply_migrations,
+    connect,
+    resolve_database_url,
+)
 
 
 class CorpusResource(dg.ConfigurableResource):

@@ -26,11 +26,9 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from civicsetu_pipelines.base import settings as config
+from civicsetu_pipelines.base import ENV_REINGEST_CRON, env_value
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 
-# The setting's name (base/settings.py owns it).
-ENV_REINGEST_CRON = config.ENV_REINGEST_CRON
 DEFAULT_REINGEST_CRON = "0 3 * * 1"  # Mondays, 03:00
 REINGEST_TIMEZONE = "Asia/Kolkata"
 SCHEDULE_PREFIX = "reingest_"
@@ -39,7 +37,7 @@ TRIGGER_TAG = "civicsetu/trigger"
 
 def reingest_cron() -> str:
     """The cron expression of the re-ingestion schedules (``CIVICSETU_REINGEST_CRON``)."""
-    return config.env_value(ENV_REINGEST_CRON, DEFAULT_REINGEST_CRON).strip()
+    return env_value(ENV_REINGEST_CRON, DEFAULT_REINGEST_CRON).strip()
 
 
 def _schedule(

@@ -40,8 +40,8 @@ import dagster as dg
 import httpx
 
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
-from civicsetu_pipelines.ingest.registry import RegistryError, load_registry
-from civicsetu_pipelines.operate.gazette_watch import (
+from civicsetu_pipelines.ingest import RegistryError, load_registry
+from civicsetu_pipelines.operate import (
     PDF_PREFIX,
     REMOTE_PREFIX,
     CursorError,

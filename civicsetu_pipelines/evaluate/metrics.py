@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rapidfuzz.distance import Levenshtein
 
 if TYPE_CHECKING:
-    from civicsetu_pipelines.answer.llm import LLMSettings
+    from civicsetu_pipelines.answer import LLMSettings
 
 log = logging.getLogger("civicsetu.metrics")
 

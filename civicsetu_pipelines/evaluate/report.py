@@ -50,7 +50,7 @@ import jinja2
 import numpy as np
 from markupsafe import Markup
 
-from civicsetu_pipelines.base.files import write_atomic
+from civicsetu_pipelines.base import write_atomic
 from civicsetu_pipelines.evaluate import plots
 from civicsetu_pipelines.evaluate.render_check import RENDER_CHECK_SCRIPT
 from civicsetu_pipelines.evaluate.report_data import (

@@ -20,11 +20,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from civicsetu_pipelines.answer.answers import QueryEngine
-from civicsetu_pipelines.answer.citations import quote_in
-from civicsetu_pipelines.answer.llm import LLMSettings
-from civicsetu_pipelines.answer.questions import QuestionError
-from civicsetu_pipelines.base.settings import DATA_DIR
+from civicsetu_pipelines.answer import LLMSettings, QueryEngine, QuestionError, quote_in
+from civicsetu_pipelines.base import DATA_DIR
 from civicsetu_pipelines.evaluate.metrics import (
     Judged,
     citation_validity,

@@ -24,7 +24,7 @@ from civicsetu_pipelines.graph.references import (
     is_framing_rule,
     resolve,
 )
-from civicsetu_pipelines.ingest.registry import CuratedDerivation
+from civicsetu_pipelines.ingest import CuratedDerivation
 
 EDGE_FIELDS = (
     "edge_type", "source_document", "source_id", "source_label", "target_document", "target_id",

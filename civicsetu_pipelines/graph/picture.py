@@ -33,7 +33,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 from PIL import Image
 
-from civicsetu_pipelines.base.files import write_atomic
+from civicsetu_pipelines.base import write_atomic
 
 EDGE_TYPES = ("DERIVED_FROM", "REFERENCES", "HAS_PART", "EXTERNAL_REFERENCE")
 DRAWN_TYPES = ("REFERENCES", "DERIVED_FROM")  # drawn in this order: derivations on top

@@ -1,0 +1,24 @@
+"""Stage 1, ingest: gazette PDFs to verified legal units.
+
+The document registry, fetching (mirror or download, sha256 pins), PDF pages (layout, running
+headers, margin notes, other scripts), OCR, the legal structure of a document (units along its
+own numbering), the per-document steps the assets call, and the quality schemas of its tables.
+
+Modules, in the order they build on each other:
+
+* ``registry`` -- the document registry (data/documents.yaml) and curated derivations
+* ``fetch`` -- offline mirrors and downloads with retries, size caps and sha256 pins
+* ``pages`` -- PDF pages to clean, positioned body text
+* ``ocr`` -- Tesseract OCR of pages without a text layer
+* ``legal_structure`` -- a document's numbered units (sections, rules, forms ...)
+* ``documents`` -- the per-document steps: fetch, parse (cached), chunk
+* ``quality`` -- Great Expectations suites generated from one schema per table
+
+The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
+type checker; they are imported on first use, so importing the package costs nothing). The
+import contracts in ``.importlinter`` keep other packages off the modules themselves.
+"""
+
+import lazy_loader as _lazy
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

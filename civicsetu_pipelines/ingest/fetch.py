@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from civicsetu_pipelines.base.errors import DocumentError
+from civicsetu_pipelines.base import DocumentError
 from civicsetu_pipelines.ingest.registry import DocumentSpec
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from civicsetu_pipelines.base.canonical import canonicalize
+from civicsetu_pipelines.base import canonicalize
 
 NAMESPACE = uuid.UUID("5b0d6a43-7f4e-4bb1-9a4e-2f1c0c1e9a11")
 MAX_CHARS = 2400

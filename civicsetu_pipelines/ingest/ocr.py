@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import pymupdf
 
-from civicsetu_pipelines.base.canonical import canonicalize
+from civicsetu_pipelines.base import canonicalize
 
 
 class OcrLine(NamedTuple):

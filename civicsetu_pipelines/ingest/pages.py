@@ -18,8 +18,7 @@ from typing import Any
 
 import pymupdf
 
-from civicsetu_pipelines.base.canonical import canonicalize
-from civicsetu_pipelines.base.errors import DocumentError
+from civicsetu_pipelines.base import DocumentError, canonicalize
 from civicsetu_pipelines.ingest.ocr import ocr_lines, tesseract_available
 
 TOP_ZONE = 0.11  # share of page height treated as header zone

@@ -31,8 +31,7 @@ from pydantic import (
     model_validator,
 )
 
-from civicsetu_pipelines.base.errors import DocumentError
-from civicsetu_pipelines.base.settings import DATA_DIR, Settings
+from civicsetu_pipelines.base import DATA_DIR, DocumentError, Settings
 
 DOCUMENTS_YAML = DATA_DIR / "documents.yaml"
 SEED_DOCUMENTS_YAML = DATA_DIR / "seed_documents.yaml"

@@ -16,9 +16,9 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from civicsetu_pipelines.base.settings import PACKAGE_DIR, REPO_ROOT
-from civicsetu_pipelines.ingest.registry import Registry
-from civicsetu_pipelines.store.embedding import sha256_file
+from civicsetu_pipelines.base import PACKAGE_DIR, REPO_ROOT
+from civicsetu_pipelines.ingest import Registry
+from civicsetu_pipelines.store import sha256_file
 
 FINGERPRINT_TAG = "civicsetu/fingerprint"
 

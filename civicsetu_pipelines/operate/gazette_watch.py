@@ -34,11 +34,11 @@ from pathlib import Path
 
 import httpx
 
-from civicsetu_pipelines.base.settings import Settings
-from civicsetu_pipelines.ingest.fetch import USER_AGENT
-from civicsetu_pipelines.ingest.registry import (
+from civicsetu_pipelines.base import Settings
+from civicsetu_pipelines.ingest import (
     DOCUMENTS_YAML,
     SEED_DOCUMENTS_YAML,
+    USER_AGENT,
     DocumentSpec,
     Registry,
 )

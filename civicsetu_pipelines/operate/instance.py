@@ -12,8 +12,8 @@ import os
 import shutil
 from pathlib import Path
 
-from civicsetu_pipelines.base.settings import REPO_ROOT, Settings
-from civicsetu_pipelines.store.database import (
+from civicsetu_pipelines.base import REPO_ROOT, Settings
+from civicsetu_pipelines.store import (
     DAGSTER_DATABASE,
     dagster_storage_url,
     ensure_database,

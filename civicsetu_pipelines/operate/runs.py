@@ -16,14 +16,13 @@ from typing import Any
 
 import dagster as dg
 
-from civicsetu_pipelines.base.settings import (
+from civicsetu_pipelines.base import (
     Settings,
     output_settings,
     parse_cache_dir,
     pdf_cache_dir,
 )
-from civicsetu_pipelines.ingest.documents import prefetch_parses
-from civicsetu_pipelines.ingest.registry import load_registry
+from civicsetu_pipelines.ingest import load_registry, prefetch_parses
 from civicsetu_pipelines.operate.freshness import FINGERPRINT_TAG, partition_fingerprint
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}

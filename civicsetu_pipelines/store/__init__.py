@@ -1,0 +1,17 @@
+"""Stage 2, store: Postgres, embeddings and the versioned serving table.
+
+Modules, in the order they build on each other:
+
+* ``database`` -- connections, the embedded Postgres, migrations (sql/)
+* ``embedding`` -- the embedding model (packaged, checksummed), windows, worker process
+* ``legal_chunks`` -- the versioned pgvector table legal_chunks and the embedding cache
+* ``catalog`` -- the document catalog, its units and stored page texts
+
+The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
+type checker; they are imported on first use, so importing the package costs nothing). The
+import contracts in ``.importlinter`` keep other packages off the modules themselves.
+"""
+
+import lazy_loader as _lazy
+
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

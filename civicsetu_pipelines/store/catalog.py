@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import psycopg
 
-from civicsetu_pipelines.ingest.registry import DocumentSpec
+from civicsetu_pipelines.ingest import DocumentSpec
 
 DOC_COLUMNS = (
     "key", "jurisdiction", "title", "doc_type", "status", "language", "effective_date",

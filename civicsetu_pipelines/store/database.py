@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from civicsetu_pipelines.base.settings import REPO_ROOT, Settings
+from civicsetu_pipelines.base import REPO_ROOT, Settings
 
 log = logging.getLogger(__name__)
 

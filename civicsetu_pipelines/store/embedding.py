@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from civicsetu_pipelines.base.settings import model_hub_offline
+from civicsetu_pipelines.base import model_hub_offline
 
 log = logging.getLogger(__name__)
 
@@ -358,7 +358,7 @@ def _serve(conn: Any, config: EmbeddingConfig, models_dir: str) -> None:
 def embedding_config_from_env() -> EmbeddingConfig:
     """The model settings from the ``CIVICSETU_EMBED_*`` environment (defaults: the packaged
     all-MiniLM-L6-v2, 384 dimensions, no prefixes, batch 32, CPU)."""
-    from civicsetu_pipelines.base.settings import (
+    from civicsetu_pipelines.base import (
         ENV_EMBED_BATCH_SIZE,
         ENV_EMBED_DEVICE,
         ENV_EMBED_DIMENSION,

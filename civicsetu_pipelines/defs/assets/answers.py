@@ -7,9 +7,8 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from civicsetu_pipelines.answer.answers import QueryEngine
-from civicsetu_pipelines.answer.questions import QuestionError
-from civicsetu_pipelines.base.files import write_atomic
+from civicsetu_pipelines.answer import QueryEngine, QuestionError
+from civicsetu_pipelines.base import write_atomic
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.resources import (
     AnswerResource,

@@ -7,7 +7,7 @@ from typing import Any
 
 import dagster as dg
 
-from civicsetu_pipelines.answer.answers import QueryEngine
+from civicsetu_pipelines.answer import QueryEngine
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import (
@@ -16,7 +16,7 @@ from civicsetu_pipelines.defs.resources import (
     EmbeddingResource,
     PostgresResource,
 )
-from civicsetu_pipelines.evaluate.scoring import (
+from civicsetu_pipelines.evaluate import (
     GOLDEN_JSONL,
     THRESHOLDS,
     EvalResult,
@@ -180,7 +180,7 @@ def eval_report(
     """A self-contained HTML report of the latest all-questions run (heatmap of jurisdiction ×
     query type, per-metric bars, latency histogram, trend over past runs, the ten worst
     questions), a CSV of per-question rows, and a summary with a plot here."""
-    from civicsetu_pipelines.evaluate.report import render_report
+    from civicsetu_pipelines.evaluate import render_report
 
     with postgres.connect() as conn:
         past = history(conn, scope=ALL, golden_sha=golden_sha256(GOLDEN_JSONL))

@@ -7,15 +7,21 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from civicsetu_pipelines.base.settings import neo4j_configured
+from civicsetu_pipelines.base import neo4j_configured
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
-from civicsetu_pipelines.graph.edges import build_edges, document_rows, replace_edges
-from civicsetu_pipelines.graph.neo4j_mirror import export_csv, read_snapshot, sync_to_neo4j
-from civicsetu_pipelines.graph.picture import render_network
-from civicsetu_pipelines.graph.references import UnitIndex
-from civicsetu_pipelines.ingest.registry import load_curated_derivations, load_registry
+from civicsetu_pipelines.graph import (
+    UnitIndex,
+    build_edges,
+    document_rows,
+    export_csv,
+    read_snapshot,
+    render_network,
+    replace_edges,
+    sync_to_neo4j,
+)
+from civicsetu_pipelines.ingest import load_curated_derivations, load_registry
 
 UNRESOLVED_LIMIT = 0.05
 DERIVATION_TARGET = 0.9

@@ -15,15 +15,20 @@ import pandas as pd
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
-from civicsetu_pipelines.ingest.documents import (
+from civicsetu_pipelines.ingest import (
+    CHUNKS,
+    DOCUMENTS,
+    PAGES,
+    DocumentSpec,
+    PdfError,
+    TableSchema,
     chunk_rows,
     fetch_rows,
+    load_registry,
     page_records,
     parse_rows_cached,
+    validate,
 )
-from civicsetu_pipelines.ingest.pages import PdfError
-from civicsetu_pipelines.ingest.quality import CHUNKS, DOCUMENTS, PAGES, TableSchema, validate
-from civicsetu_pipelines.ingest.registry import DocumentSpec, load_registry
 
 
 def _specs(jurisdiction: str) -> list[DocumentSpec]:
@@ -307,7 +312,7 @@ def document_catalog(
     """Per-document ingestion summary in Postgres (``documents``, ``document_units``): what
     ``civicsetu stats`` and ``civicsetu sections`` read. Replaced per jurisdiction in one
     transaction."""
-    from civicsetu_pipelines.store.catalog import (
+    from civicsetu_pipelines.store import (
         build_catalog_rows,
         replace_jurisdiction,
         store_pages,

@@ -15,14 +15,14 @@ import pandas as pd
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
-from civicsetu_pipelines.ingest.registry import load_registry
-from civicsetu_pipelines.store.embedding import document_text, text_sha256
-from civicsetu_pipelines.store.legal_chunks import (
+from civicsetu_pipelines.ingest import load_registry
+from civicsetu_pipelines.store import (
     HNSW_INDEX,
     DocumentVersionInput,
     cache_lookup,
     cache_store,
     column_dimension,
+    document_text,
     ensure_model,
     explain_nearest,
     load_partition,
@@ -31,6 +31,7 @@ from civicsetu_pipelines.store.legal_chunks import (
     rows_without_vectors,
     set_vectors,
     store_setting,
+    text_sha256,
 )
 
 EMBEDDING_TAGS = {"civicsetu/embedding": "true"}

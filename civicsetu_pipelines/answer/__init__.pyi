@@ -1,0 +1,21 @@
+"""The public names of this stage (see ``__init__.py``)."""
+
+from .answers import (
+    AnswerSettings as AnswerSettings,
+    QueryEngine as QueryEngine,
+    answer as answer,
+    default_query_embedder as default_query_embedder,
+    settings_from_env as settings_from_env,
+)
+from .citations import (
+    quote_in as quote_in,
+)
+from .llm import (
+    LLMSettings as LLMSettings,
+)
+from .questions import (
+    QuestionError as QuestionError,
+)
+from .retrieval import (
+    RetrievalSettings as RetrievalSettings,
+)

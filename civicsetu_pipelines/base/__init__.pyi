@@ -1,0 +1,48 @@
+"""The public names of this stage (see ``__init__.py``)."""
+
+from .canonical import (
+    canonical_flat as canonical_flat,
+    canonicalize as canonicalize,
+)
+from .errors import (
+    DocumentError as DocumentError,
+)
+from .files import (
+    write_atomic as write_atomic,
+)
+from .settings import (
+    DATA_DIR as DATA_DIR,
+    DEFAULT_MIRROR as DEFAULT_MIRROR,
+    ENV_CROSS_ENCODER as ENV_CROSS_ENCODER,
+    ENV_DATABASE_URL as ENV_DATABASE_URL,
+    ENV_EF_SEARCH as ENV_EF_SEARCH,
+    ENV_EMBED_BATCH_SIZE as ENV_EMBED_BATCH_SIZE,
+    ENV_EMBED_DEVICE as ENV_EMBED_DEVICE,
+    ENV_EMBED_DIMENSION as ENV_EMBED_DIMENSION,
+    ENV_EMBED_DOCUMENT_PREFIX as ENV_EMBED_DOCUMENT_PREFIX,
+    ENV_EMBED_MODEL as ENV_EMBED_MODEL,
+    ENV_EMBED_QUERY_PREFIX as ENV_EMBED_QUERY_PREFIX,
+    ENV_LLM_API_KEY as ENV_LLM_API_KEY,
+    ENV_LLM_BASE_URL as ENV_LLM_BASE_URL,
+    ENV_LLM_MODEL as ENV_LLM_MODEL,
+    ENV_MIRROR_DIRS as ENV_MIRROR_DIRS,
+    ENV_NEO4J_DATABASE as ENV_NEO4J_DATABASE,
+    ENV_NEO4J_PASSWORD as ENV_NEO4J_PASSWORD,
+    ENV_NEO4J_URI as ENV_NEO4J_URI,
+    ENV_NEO4J_USER as ENV_NEO4J_USER,
+    ENV_NEO4J_USERNAME as ENV_NEO4J_USERNAME,
+    ENV_REINGEST_CRON as ENV_REINGEST_CRON,
+    ENV_STATE_DIR as ENV_STATE_DIR,
+    PACKAGE_DIR as PACKAGE_DIR,
+    REPO_ROOT as REPO_ROOT,
+    Settings as Settings,
+    answer_env as answer_env,
+    env_is_set as env_is_set,
+    env_value as env_value,
+    model_hub_offline as model_hub_offline,
+    neo4j_configured as neo4j_configured,
+    output_settings as output_settings,
+    parse_cache_dir as parse_cache_dir,
+    pdf_cache_dir as pdf_cache_dir,
+    reports_dir as reports_dir,
+)

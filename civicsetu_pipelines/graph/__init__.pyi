@@ -1,0 +1,20 @@
+"""The public names of this stage (see ``__init__.py``)."""
+
+from .edges import (
+    build_edges as build_edges,
+    document_rows as document_rows,
+    graph_stats as graph_stats,
+    neighbours as neighbours,
+    replace_edges as replace_edges,
+)
+from .neo4j_mirror import (
+    export_csv as export_csv,
+    read_snapshot as read_snapshot,
+    sync_to_neo4j as sync_to_neo4j,
+)
+from .picture import (
+    render_network as render_network,
+)
+from .references import (
+    UnitIndex as UnitIndex,
+)

@@ -1,0 +1,32 @@
+"""The public names of this stage (see ``__init__.py``)."""
+
+from .documents import (
+    chunk_rows as chunk_rows,
+    fetch_rows as fetch_rows,
+    page_records as page_records,
+    parse_rows_cached as parse_rows_cached,
+    prefetch_parses as prefetch_parses,
+)
+from .fetch import (
+    USER_AGENT as USER_AGENT,
+)
+from .pages import (
+    PdfError as PdfError,
+)
+from .quality import (
+    CHUNKS as CHUNKS,
+    DOCUMENTS as DOCUMENTS,
+    PAGES as PAGES,
+    TableSchema as TableSchema,
+    validate as validate,
+)
+from .registry import (
+    DOCUMENTS_YAML as DOCUMENTS_YAML,
+    SEED_DOCUMENTS_YAML as SEED_DOCUMENTS_YAML,
+    CuratedDerivation as CuratedDerivation,
+    DocumentSpec as DocumentSpec,
+    Registry as Registry,
+    RegistryError as RegistryError,
+    load_curated_derivations as load_curated_derivations,
+    load_registry as load_registry,
+)

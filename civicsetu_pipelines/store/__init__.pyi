@@ -1,0 +1,47 @@
+"""The public names of this stage (see ``__init__.py``)."""
+
+from .catalog import (
+    build_catalog_rows as build_catalog_rows,
+    read_sections as read_sections,
+    read_stats as read_stats,
+    replace_jurisdiction as replace_jurisdiction,
+    store_pages as store_pages,
+)
+from .database import (
+    DAGSTER_DATABASE as DAGSTER_DATABASE,
+    EmbeddedPostgres as EmbeddedPostgres,
+    MigrationChecksumError as MigrationChecksumError,
+    apply_migrations as apply_migrations,
+    connect as connect,
+    dagster_storage_url as dagster_storage_url,
+    ensure_database as ensure_database,
+    redact_url as redact_url,
+    resolve_database_url as resolve_database_url,
+)
+from .embedding import (
+    PACKAGED_MODEL as PACKAGED_MODEL,
+    Embedder as Embedder,
+    EmbeddingConfig as EmbeddingConfig,
+    ModelWorker as ModelWorker,
+    document_text as document_text,
+    embedding_config_from_env as embedding_config_from_env,
+    sha256_file as sha256_file,
+    text_sha256 as text_sha256,
+)
+from .legal_chunks import (
+    HNSW_INDEX as HNSW_INDEX,
+    DocumentVersionInput as DocumentVersionInput,
+    cache_lookup as cache_lookup,
+    cache_store as cache_store,
+    column_dimension as column_dimension,
+    ensure_model as ensure_model,
+    explain_nearest as explain_nearest,
+    in_force_clause as in_force_clause,
+    load_partition as load_partition,
+    prepare as prepare,
+    row_sha256 as row_sha256,
+    rows_without_vectors as rows_without_vectors,
+    set_vectors as set_vectors,
+    store_setting as store_setting,
+    store_stats as store_stats,
+)
