@@ -7,6 +7,7 @@ Modules, in the order they build on each other:
 * ``canonical`` -- the one canonicalization of text (NFKC, quotes, dashes, spaces)
 * ``errors`` -- DocumentError: a failure that names its document
 * ``files`` -- atomic file writes
+* ``figures`` -- matplotlib figures as PNG bytes that depend only on the picture
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

@@ -7,6 +7,9 @@ from .canonical import (
 from .errors import (
     DocumentError as DocumentError,
 )
+from .figures import (
+    figure_png as figure_png,
+)
 from .files import (
     write_atomic as write_atomic,
 )

@@ -22,11 +22,11 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure, SubFigure
 from matplotlib.patches import Patch
 from PIL import Image
 
+from civicsetu_pipelines.base import figure_png
 from civicsetu_pipelines.evaluate.report_data import (
     BAR_METRICS,
     HEADLINE,
@@ -61,15 +61,16 @@ def _plain(text: str) -> str:
 
 
 def _png(fig: Figure) -> bytes:
-    """The figure as a 256-colour PNG without metadata (the bytes depend only on the picture)."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    image = Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB")
-    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    out = io.BytesIO()
-    palette.save(out, format="PNG", optimize=True)
+    """The figure's PNG (:func:`~civicsetu_pipelines.base.figure_png`), then the figure cleared."""
+    data = figure_png(fig)
     fig.clear()
-    return out.getvalue()
+    return data
+
+
+def _not_computed(ax: Axes) -> None:
+    """Say in the panel that its metric was not computed."""
+    ax.text(0.5, 0.5, "not computed", ha="center", va="center", fontsize=10, color="#888888",
+            transform=ax.transAxes)  # fmt: skip
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -211,16 +212,7 @@ def bars_png(questions: Sequence[Question], thresholds: Mapping[str, float]) -> 
             ax.spines[spine].set_visible(False)
         means = [mean([q.metrics[metric] for q in members]) for _, members in members_of]
         if all(m is None for m, _ in means):
-            ax.text(
-                0.5,
-                0.5,
-                "not computed",
-                ha="center",
-                va="center",
-                fontsize=10,
-                color="#888888",
-                transform=ax.transAxes,
-            )
+            _not_computed(ax)
             continue
         for x, (name, (value, _n)) in enumerate(zip(names, means, strict=True)):
             if value is None:
@@ -335,16 +327,7 @@ def trend_png(runs: Sequence[Run], thresholds: Mapping[str, float]) -> bytes:
         for spine in ("top", "right"):
             ax.spines[spine].set_visible(False)
         if all(np.isnan(ys)):
-            ax.text(
-                0.5,
-                0.5,
-                "not computed",
-                ha="center",
-                va="center",
-                fontsize=10,
-                color="#888888",
-                transform=ax.transAxes,
-            )
+            _not_computed(ax)
     return _png(fig)
 
 

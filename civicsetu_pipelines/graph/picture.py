@@ -16,7 +16,6 @@ atomically and is deterministic: the same edges, in any order, give the same byt
 from __future__ import annotations
 
 import base64
-import io
 import math
 import re
 from collections import Counter
@@ -25,15 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
-from PIL import Image
 
-from civicsetu_pipelines.base import write_atomic
+from civicsetu_pipelines.base import figure_png, write_atomic
 
 EDGE_TYPES = ("DERIVED_FROM", "REFERENCES", "HAS_PART", "EXTERNAL_REFERENCE")
 DRAWN_TYPES = ("REFERENCES", "DERIVED_FROM")  # drawn in this order: derivations on top
@@ -369,18 +365,6 @@ def _figure(
     return fig, len(nodes), len(triples), counts
 
 
-def _png(fig: Figure) -> bytes:
-    """The figure as a 256-colour PNG: a third of the RGBA size, and no metadata (no software
-    version, no time) so that the bytes depend only on the picture."""
-    canvas = FigureCanvasAgg(fig)
-    canvas.draw()
-    image = Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB")
-    palette = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    out = io.BytesIO()
-    palette.save(out, format="PNG", optimize=True)
-    return out.getvalue()
-
-
 def render_network(
     edges: Sequence[Mapping[str, Any]],
     *,
@@ -398,7 +382,7 @@ def render_network(
     out_path = Path(out_path)
     fig, n_nodes, n_drawn, counts = _figure(edges, title, act_document)
     try:
-        data = _png(fig)
+        data = figure_png(fig)
     finally:
         fig.clear()
     write_atomic(out_path, data)
