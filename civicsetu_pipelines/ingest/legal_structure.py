@@ -23,10 +23,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from civicsetu_pipelines.base import canonicalize
+from civicsetu_pipelines.ingest.headings import (
+    MARKER,
+    Appendix,
+    Heading,
+    appendix_at,
+    body_edges,
+    is_chapter,
+    is_toc_row,
+    margin_title_for,
+    numbered_heading,
+    question_heading,
+)
+from civicsetu_pipelines.ingest.sequence import decode
 
 NAMESPACE = uuid.UUID("5b0d6a43-7f4e-4bb1-9a4e-2f1c0c1e9a11")
 MAX_CHARS = 2400
 MIN_CHARS = 160
+BODYLESS_PENALTY = 1.0  # a heading with no body before the next heading (a list item)
+CREDIBLE_SCORE = 1.5  # a heading's score with some evidence beyond its number
 
 UNIT_WORD = {
     "act": ("section", "Section"),
@@ -36,17 +51,6 @@ UNIT_WORD = {
     "order": ("paragraph", "Paragraph"),
 }
 
-_CHAPTER = re.compile(r"^CHAPTER\s+([IVXLC]+[A-Z]?|\d+[A-Z]?)\b\.?\s*[-—:]?\s*(.*)$", re.I)
-_NUMBERED = re.compile(r"^(\d{1,3})([A-Z]{0,2})\s*\.\s*(.*)$")
-_RULE_WORD = re.compile(r"^(?:RULE|Rule)\s+(\d{1,3})([A-Z]?)\s*[.:—-]?\s*(.*)$")
-_APPENDIX = re.compile(
-    r"^(?P<kind>FORM|Form|ANNEXURE|Annexure|ANNEXURE|APPENDIX|Appendix|SCHEDULE|Schedule"
-    r"|THE SCHEDULE|The Schedule|(?:FIRST|SECOND|THIRD|First|Second|Third) SCHEDULE)"
-    r"(?:\s*[-—–:]?\s*(?:No\.\s*)?['\"]?(?P<id>[A-Z]{1,2}|\d{1,2}|[IVX]{1,4})['\"]?)?"
-    r"\s*[.:]?\s*(?P<rest>.*)$"
-)
-_TITLE_END = re.compile(r"(?:\.\s*[-—]+|:\s*[-—]+|\.\s*$|\s[—]\s*)")
-_MARKER = re.compile(r"^\(\s*([0-9]{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\s*\)\s*")
 _ROMAN = re.compile(r"^[ivxlc]+$")
 
 
@@ -61,6 +65,7 @@ class StreamRow:
     y1: float
     bold: bool
     text: str
+    x0: float = 0.0
 
 
 @dataclass
@@ -100,6 +105,7 @@ def build_stream(pages: Sequence[dict[str, Any]]) -> Stream:
                     y1=float(row["y1"]),
                     bold=bool(row.get("bold")),
                     text=text[int(row["start"]) : int(row["end"])],
+                    x0=float(row.get("x0") or 0.0),
                 )
             )
         parts.append(text)
@@ -167,126 +173,95 @@ def chunk_id(document_key: str, unit: str, legal_path: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"{document_key}|{unit}|{legal_path}"))
 
 
-def _next_numbers(last: tuple[int, str] | None) -> set[tuple[int, str]]:
-    if last is None:
-        return {(1, "")}
-    number, suffix = last
-    allowed = {(number + 1, ""), (number + 2, "")}
-    allowed.add((number, chr(ord(suffix[-1]) + 1) if suffix else "A"))
-    return allowed
-
-
-def _title_from_margin(stream: Stream, row: StreamRow, used: set[tuple[int, int]]) -> str | None:
-    best: tuple[float, int] | None = None
-    notes = stream.margin_notes.get(row.page, [])
-    for index, note in enumerate(notes):
-        if note.get("kind") != "title" or (row.page, index) in used:
-            continue
-        distance = abs(float(note["y0"]) - row.y0)
-        if distance <= 14 and (best is None or distance < best[0]):
-            best = (distance, index)
-    if best is None:
-        return None
-    used.add((row.page, best[1]))
-    return str(notes[best[1]]["text"]).rstrip(" .").strip()
-
-
-def _split_title(rest: str) -> tuple[str, str, bool]:
-    """Split ``Title.— body`` into (title, body, terminated)."""
-    match = re.search(r"\.\s*[-—]+\s*|:\s*[-—]+\s*|\s—\s*", rest)
-    if match and match.start() > 2:
-        return rest[: match.start()].strip(), rest[match.end() :], True
-    return rest.strip(), "", False
-
-
 def segment_units(stream: Stream, doc_type: str) -> list[Unit]:
-    """Find the top-level units of a document, in order."""
+    """Find the top-level units of a document, in order, by its own grammar.
+
+    Every row that could open a unit is a candidate (:mod:`~civicsetu_pipelines.ingest.headings`);
+    the numbered body is the best sequence through them (:func:`~civicsetu_pipelines.ingest.
+    sequence.decode`); forms, annexures and schedules begin where that body ends; chapter
+    headings (outside a table of contents) attach to the first unit after them.
+    """
+    return decode_units(stream, doc_type).units
+
+
+@dataclass
+class Decoded:
+    """The units of a document and the candidates they were decoded from (for the checks)."""
+
+    units: list[Unit]
+    headings: list[Heading]  # every numbered-heading candidate, in document order
+    chosen: list[Heading]  # the decoded sequence
+    appendices: list[Appendix]  # every appendix-heading candidate
+    body_end: int  # where the numbered body ends (the first appendix after it starts)
+
+
+def decode_units(stream: Stream, doc_type: str) -> Decoded:
+    """:func:`segment_units` with the candidates kept."""
     unit_kind, unit_word = UNIT_WORD.get(doc_type, ("rule", "Rule"))
-    units: list[Unit] = []
     rows = stream.rows
-    last: tuple[int, str] | None = None
-    chapter: str | None = None
-    pending_start: int | None = None  # a chapter heading waiting for its first unit
-    in_appendix = False
-    used_notes: set[tuple[int, int]] = set()
-    appendix_labels: dict[str, int] = {}
-    i = 0
-    while i < len(rows):
-        row = rows[i]
+    paragraphs = unit_kind == "paragraph"
+    toc = {i for i, row in enumerate(rows) if is_toc_row(row.text)}
+    edges = body_edges(rows)
+    headings: list[Heading] = []
+    appendices: list[Appendix] = []
+    chapters: list[tuple[int, str]] = []  # (row, chapter name)
+    skip_to = -1
+    for i, row in enumerate(rows):
+        if i in toc or i <= skip_to:
+            continue
         text = row.text.strip()
-        chap = _CHAPTER.match(text) if not in_appendix else None
-        if chap and len(text) < 120:
-            title = chap.group(2).strip()
+        chapter = is_chapter(text)
+        if chapter:
+            title = chapter.group(2).strip()
             if not title and i + 1 < len(rows) and rows[i + 1].text.isupper():
-                title = rows[i + 1].text.strip()
-                i += 1
-            chapter = f"Chapter {chap.group(1).upper()}" + (f" — {title}" if title else "")
-            pending_start = row.start if pending_start is None else pending_start
-            i += 1
+                title, skip_to = rows[i + 1].text.strip(), i + 1
+            name = f"Chapter {chapter.group(1).upper()}" + (f" — {title}" if title else "")
+            chapters.append((i, name))
             continue
-        if (
-            not in_appendix
-            and last is not None
-            and _SEE_RULE.match(text)
-            and i + 1 < len(rows)
-            and rows[i + 1].text.isupper()
-            and len(rows[i + 1].text) <= 90
-        ):
-            # An unnamed appendix: "[See rule 3]" followed by its title in capitals.
-            title = canonicalize(rows[i + 1].text).title()
-            units.append(Unit("form", None, title, text, row.start, row.end, row.end, None))
-            in_appendix = True
-            pending_start = None
-            i += 2
-            continue
-        appendix = _APPENDIX.match(text)
-        if appendix and len(text) <= 90 and last is not None and _is_appendix(appendix):
-            kind = appendix.group("kind").split()[-1].capitalize()
-            ident = appendix.group("id") or ""
-            base = f"{kind} {ident}".strip()
-            count = appendix_labels.get(base, 0) + 1
-            appendix_labels[base] = count
-            label = base if count == 1 else f"{base} [{count}]"
-            title = appendix.group("rest").strip()
-            if not title and i + 1 < len(rows) and len(rows[i + 1].text) < 120:
-                title = rows[i + 1].text.strip()
-            if _SEE_RULE.match(title) and i + 2 < len(rows) and len(rows[i + 2].text) < 120:
-                # "FORM 'A'" / "[See rule 3(2)]" / "APPLICATION FOR REGISTRATION OF PROJECT"
-                title = f"{rows[i + 2].text.strip()} {title}"
-            units.append(
-                Unit(
-                    "form",
-                    label.split(" ", 1)[1] if " " in label else None,
-                    label,
-                    title,
-                    row.start,
-                    row.end,
-                    row.end,
-                    None,
-                )
-            )
-            in_appendix = True
-            pending_start = None
-            i += 1
-            continue
-        if not in_appendix:
-            found = _match_numbered(stream, rows, i, doc_type, last, used_notes)
-            if found is not None:
-                number, title, body_start, consumed, flags = found
-                start = pending_start if pending_start is not None else row.start
-                label = f"{unit_word} {number}"
-                units.append(
-                    Unit(
-                        unit_kind, number, label, title, start, row.end, body_start, chapter, flags
-                    )
-                )
-                pending_start = None
-                match = re.match(r"(\d+)([A-Z]*)", number)
-                assert match is not None
-                last = (int(match.group(1)), match.group(2))
-                i += consumed
-                continue
-        i += 1
+        appendix = appendix_at(rows, i)
+        if appendix is not None:
+            appendices.append(appendix)
+        if doc_type == "faq":
+            heading = question_heading(rows, i)
+        else:
+            margin = _margin_title(stream, row) if doc_type == "act" else None
+            heading = numbered_heading(rows, i, paragraphs=paragraphs, margin_title=margin,
+                                       edge=edges.get(row.page, 0.0))  # fmt: skip
+        if heading is not None:
+            headings.append(heading)
+    _mark_bodyless(stream, headings)
+    barriers = [rows[a.row].start for a in appendices if a.strong]
+    credible = [rows[h.row].start for h in headings if h.score >= CREDIBLE_SCORE]
+    fences = [b for b in barriers if credible and credible[0] < b]
+    picked = decode(
+        [h.position for h in headings],
+        [h.score for h in headings],
+        [rows[h.row].start for h in headings],
+        barriers=barriers,
+        may_cross=[h.score >= CREDIBLE_SCORE and "bodyless" not in h.flags for h in headings],
+        start_before=fences[0] if fences else None,
+    )
+    chosen = [headings[k] for k in picked]
+    units: list[Unit] = []
+    chapter_name: str | None = None
+    previous_row = -1
+    for heading in chosen:
+        row = rows[heading.row]
+        start = row.start
+        before = [c for c in chapters if previous_row < c[0] < heading.row]
+        if before:
+            chapter_name = before[-1][1]
+            start = rows[before[-1][0]].start
+        units.append(
+            Unit(unit_kind, heading.number, f"{unit_word} {heading.number}", heading.title,
+                 start, row.end, heading.body_start, chapter_name, list(heading.flags))
+        )  # fmt: skip
+        previous_row = heading.row + heading.consumed - 1
+    body_end = len(stream.text)
+    if chosen:
+        appendix_units = _appendix_units(stream, appendices, previous_row)
+        units.extend(appendix_units)
+        body_end = appendix_units[0].start if appendix_units else body_end
     # Close the units: each runs until the next one starts.
     text_end = len(stream.text)
     for index, unit in enumerate(units):
@@ -297,120 +272,50 @@ def segment_units(stream: Stream, doc_type: str) -> list[Unit]:
         units.insert(
             0, Unit("paragraph", None, label, "", rows[0].start, first_start, rows[0].start)
         )
+    return Decoded(units, headings, chosen, appendices, body_end)
+
+
+def _mark_bodyless(stream: Stream, headings: list[Heading]) -> None:
+    """A heading with no text of its own before the next candidate row ("1. Name of the
+    promoter:" then "2. Address:") is an item of a list or a form, seldom a unit: weaker."""
+    rows_with_heading = {h.row for h in headings}
+    for heading in headings:
+        last = heading.row + heading.consumed - 1
+        own = stream.text[heading.body_start : stream.rows[last].end].strip()
+        if not own and (last + 1 >= len(stream.rows) or last + 1 in rows_with_heading):
+            heading.score -= BODYLESS_PENALTY
+            heading.flags.append("bodyless")
+
+
+def _margin_title(stream: Stream, row: StreamRow) -> str | None:
+    found = margin_title_for(stream.margin_notes, row)
+    if found is None:
+        return None
+    page, index = found
+    return str(stream.margin_notes[page][index]["text"]).rstrip(" .").strip()
+
+
+def _appendix_units(stream: Stream, appendices: Sequence[Appendix], after_row: int) -> list[Unit]:
+    """Forms, annexures and schedules after the numbered body (row ``after_row``): strong
+    headings, and an unnamed appendix ("[See rule 3]" above a title in capitals) first."""
+    rows = stream.rows
+    units: list[Unit] = []
+    labels: dict[str, int] = {}
+    for appendix in appendices:
+        if appendix.row <= after_row or not appendix.strong:
+            continue
+        row = rows[appendix.row]
+        if not appendix.kind:
+            if not units:  # "[See rule 3]" later on is a form's own note, not a heading
+                units.append(Unit("form", None, appendix.ident, appendix.title, row.start,
+                                  row.end, row.end))  # fmt: skip
+            continue
+        base = f"{appendix.kind} {appendix.ident}".strip()
+        labels[base] = labels.get(base, 0) + 1
+        label = base if labels[base] == 1 else f"{base} [{labels[base]}]"
+        number = label.split(" ", 1)[1] if " " in label else None
+        units.append(Unit("form", number, label, appendix.title, row.start, row.end, row.end))
     return units
-
-
-def _is_appendix(match: re.Match[str]) -> bool:
-    """A heading row of a form, annexure or schedule, not a mention of one in prose."""
-    kind = match.group("kind")
-    rest = match.group("rest").strip()
-    if not rest or re.match(r"^\[\s*See\b", rest, re.I):
-        return True
-    if not kind.isupper():
-        return False  # "Schedule C (Payment Plan)." inside an agreement is prose
-    letters = re.sub(r"[^A-Za-z]", "", rest)
-    return bool(letters) and (letters.isupper() or rest[:1] in "-—–")
-
-
-_SEE_RULE = re.compile(r"^\[\s*See\s+(?:rule|rules|section|regulation)s?\s+[^\]]{1,40}\]\s*$", re.I)
-
-
-def _match_numbered(
-    stream: Stream,
-    rows: list[StreamRow],
-    i: int,
-    doc_type: str,
-    last: tuple[int, str] | None,
-    used_notes: set[tuple[int, int]],
-) -> tuple[str, str, int, int, list[str]] | None:
-    """Return (number, title, body_start, rows consumed, flags) if row ``i`` starts a unit."""
-    row = rows[i]
-    text = row.text
-    if doc_type == "faq":
-        return _match_question(rows, i, last)
-    match = _NUMBERED.match(text) or _RULE_WORD.match(text)
-    if not match:
-        return None
-    number, suffix, rest = int(match.group(1)), match.group(2), match.group(3)
-    if (number, suffix) not in _next_numbers(last):
-        return None
-    if rest and not (rest[0].isupper() or rest[0] in "(\"'“‘["):
-        return None  # "5. of the Act" is prose, not a heading
-    # Skipping a number (a heading the parser missed) needs strong evidence of a heading: a
-    # margin title, or an inline title with its terminator.
-    skips = last is not None and (number, suffix) == (last[0] + 2, "")
-    label_number = f"{number}{suffix}"
-    offset_in_row = len(text) - len(rest)
-    flags: list[str] = []
-    if doc_type == "act":
-        title = _title_from_margin(stream, row, used_notes)
-        if title is not None:
-            return label_number, title, row.start + offset_in_row, 1, flags
-    if skips and not _split_title(rest)[2]:
-        return None
-    # Inline title: "N. Title.— body", possibly continued on following rows.
-    consumed = 1
-    body_start = row.end
-    title, body, terminated = _split_title(rest)
-    if terminated:
-        body_start = row.start + offset_in_row + (len(rest) - len(body))
-    elif not rest or not _starts_body(rest):
-        # The title may run onto the next rows until its terminator.
-        joined = rest
-        for extra in range(1, 4):
-            if i + extra >= len(rows):
-                break
-            nxt = rows[i + extra]
-            if _MARKER.match(nxt.text) or _NUMBERED.match(nxt.text):
-                break
-            joined = f"{joined} {nxt.text}".strip()
-            title, body, terminated = _split_title(joined)
-            if terminated:
-                consumed = extra + 1
-                body_start = nxt.end - len(body)
-                break
-        if not terminated:
-            title, body_start, consumed = rest.strip(), row.end, 1
-            if not title and i + 1 < len(rows) and not _MARKER.match(rows[i + 1].text):
-                title, body_start, consumed = rows[i + 1].text.strip(), rows[i + 1].end, 2
-    else:
-        title = ""
-        body_start = row.start + offset_in_row
-        flags.append("untitled")
-    title = title.rstrip(" .:-—").strip()
-    if doc_type == "act" and not title:
-        flags.append("untitled")
-    return label_number, title, body_start, consumed, flags
-
-
-def _match_question(
-    rows: list[StreamRow], i: int, last: tuple[int, str] | None
-) -> tuple[str, str, int, int, list[str]] | None:
-    """A question: consecutive bold rows ending in "?", one of them carrying "N."."""
-    if not rows[i].bold:
-        return None
-    first = i
-    while i < len(rows) and rows[i].bold and re.fullmatch(r"[^a-z?]+:", rows[i].text.strip()):
-        i += 1  # a category heading such as "STATUS:" above the question
-    if i >= len(rows):
-        return None
-    joined, j = "", i
-    while j < len(rows) and rows[j].bold and j - i < 5:
-        joined = f"{joined} {rows[j].text}".strip()
-        j += 1
-        if joined.endswith("?"):
-            break
-    if not joined.endswith("?"):
-        return None
-    number = re.search(r"(?:^|\s)(\d{1,3})\.(?:\s|$)", joined)
-    if not number or (int(number.group(1)), "") not in _next_numbers(last):
-        return None
-    title = canonicalize(joined[: number.start()] + " " + joined[number.end() :])
-    return number.group(1), title, rows[j - 1].end, j - first, []
-
-
-def _starts_body(rest: str) -> bool:
-    return bool(_MARKER.match(rest)) or rest.startswith(("In these", "In this", "The ", "Every "))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -459,7 +364,7 @@ def _marker_at(stream: Stream, start: int, end: int) -> list[tuple[int, str]]:
             continue
         begin = max(row.start, start)
         segment = stream.text[begin : min(row.end, end)]
-        match = _MARKER.match(segment)
+        match = MARKER.match(segment)
         if match:
             found.append((begin, match.group(1)))
     return found

@@ -1,0 +1,315 @@
+"""The heading grammar of a gazette: which rows could open a unit, and what their titles are.
+
+Pure domain code. Nothing here decides: it proposes. For every row it finds what the row could
+be -- a numbered heading (``9.``, ``9)``, ``9-A.``, ``9A.``, ``Rule 9``, a number alone on its
+line with the title on the next, a bold FAQ question), a chapter heading, an appendix heading
+(``FORM 'A'``, ``ANNEXURE-I``, ``SCHEDULE``, ``[See rule 3]``) or a table-of-contents row -- with
+the evidence for it as a score. :mod:`~civicsetu_pipelines.ingest.sequence` then decodes the
+numbering as one sequence.
+
+Titles end where the document says they end: ``.—``, ``.-``, ``:``, ``–``, a hyphen right before
+``(1)`` (``Display Boards-(1) The promoter ...``), the end of a title line, or a margin note
+(the Gazette print of an Act). A title is a title: bounded in length, no ``(1)``, not a sentence
+(:func:`title_problem`); a unit without one is untitled, never titled with its first sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from civicsetu_pipelines.base import canonicalize
+from civicsetu_pipelines.ingest.sequence import Position
+
+MAX_TITLE_CHARS = 200  # the longest printed titles seen run to ~180 characters, 28 words
+MAX_TITLE_WORDS = 32
+INDENT_POINTS = 40.0  # a heading indented this much beyond the page's body edge is suspect
+
+_CHAPTER = re.compile(r"^CHAPTER\s+([IVXLC]+[A-Z]?|\d+[A-Z]?)\b\.?\s*[-—:]?\s*(.*)$", re.I)
+_NUMBERED = re.compile(
+    r"^(?:(?P<word>(?i:rule|regulation|section|paragraph|para))\s+)?"
+    r"(?P<num>\d{1,3})(?:\s?[-–]\s?(?P<s1>[A-Z]{1,2})\b|(?P<s2>[A-Z]{1,2})(?![A-Za-z]))?"
+    r"(?:\s*(?P<punct>[.)])|(?=\s)|$)\s*(?P<rest>.*)$"
+)
+_APPENDIX = re.compile(
+    r"^(?P<kind>FORM|Form|ANNEXURE|Annexure|ANNEXURE|APPENDIX|Appendix|SCHEDULE|Schedule"
+    r"|THE SCHEDULE|The Schedule|(?:FIRST|SECOND|THIRD|First|Second|Third) SCHEDULE)"
+    r"(?:\s*[-—–:]?\s*(?:No\.\s*)?['\"]?(?P<id>[A-Z]{1,2}|\d{1,2}|[IVX]{1,4})['\"]?)?"
+    r"\s*[.:]?\s*(?P<rest>.*)$"
+)
+SEE_RULE = re.compile(r"^\[\s*See\s+(?:rule|rules|section|regulation)s?\s+[^\]]{1,40}\]\s*$", re.I)
+_TOC_LEADER = re.compile(r"(?:\.\s*){6,}\s*\d{1,3}\s*$|\.{6,}")
+MARKER = re.compile(r"^\(\s*([0-9]{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\s*\)\s*")
+# Where a title ends: ".—" ".-" ":—" ":" (before a capital, a marker or the end), " — ", and a
+# dash right before a sub-rule marker ("Display Boards-(1) ...").
+_TERMINATOR = re.compile(
+    r"\.\s*[-—–]+\s*|:\s*[-—–]+\s*|:\s+(?=[A-Z(\"'“‘])|:\s*$|\s[—–]\s*|\s?[-–—]\s?(?=\(\s*\w{1,4}\s*\))"
+)
+_BODY_START = re.compile(
+    r"^(?:In (?:these|this|the)\b|The |Every |Where |Whenever |If |Subject to |Any |No |"
+    r"Notwithstanding |All |Save |Unless |Nothing |When |On |Upon |For the purposes? )"
+)
+_SENTENCE_WORDS = re.compile(r"\b(?:shall|may be|is hereby|are hereby|means)\b", re.I)
+_TWO_SENTENCES = re.compile(r"[a-z]\.\s+[A-Z][a-z]")
+_DANGLING = re.compile(r"\b(?:the|of|and|or|to|for|in|by|with|a|an|under|from|on)$", re.I)
+_SUB_MARKER = re.compile(r"\(\s*(?:\d{1,3}|[a-z]{1,2}|[ivxlc]{1,6})\s*\)")
+
+
+class Row(Protocol):
+    """What the grammar needs of a row of body text."""
+
+    start: int
+    end: int
+    page: int
+    y0: float
+    x0: float
+    bold: bool
+    text: str
+
+
+@dataclass
+class Heading:
+    """A row that could open a numbered unit, with the evidence for it."""
+
+    row: int  # index of the heading's first row
+    position: Position
+    title: str
+    body_start: int  # stream offset where the unit's text after its heading begins
+    consumed: int  # rows the heading takes (number, title rows)
+    score: float
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def number(self) -> str:
+        return self.position.label
+
+
+@dataclass
+class Appendix:
+    """A heading row of a form, annexure, schedule or appendix."""
+
+    row: int
+    kind: str  # Form | Annexure | Schedule | Appendix; "" for an unnamed one ("[See rule 3]")
+    ident: str  # "A", "I", "" ... (an unnamed one: its title, title-cased, for its label)
+    title: str
+    strong: bool  # an appendix heading for sure (a bar the numbered body does not cross)
+
+
+def title_problem(title: str) -> str | None:
+    """Why ``title`` is not a title (``None`` when it is one)."""
+    words = title.split()
+    if len(title) > MAX_TITLE_CHARS or len(words) > MAX_TITLE_WORDS:
+        return f"too long for a title ({len(words)} words)"
+    if _SUB_MARKER.search(title):
+        return "holds a sub-rule marker such as (1): body text"
+    if _TWO_SENTENCES.search(title):
+        return "holds more than one sentence"
+    if _SENTENCE_WORDS.search(title):
+        return "reads as a sentence (shall / may be / means)"
+    if words and _DANGLING.search(title):
+        return "ends mid-phrase"
+    return None
+
+
+def split_title(rest: str) -> tuple[str, str, bool]:
+    """Split ``Title.— body`` into (title, body, terminated)."""
+    match = _TERMINATOR.search(rest)
+    if match and match.start() > 2:
+        return rest[: match.start()].strip(), rest[match.end() :], True
+    return rest.strip(), "", False
+
+
+def starts_body(rest: str) -> bool:
+    """Whether the text after a number is already the unit's body (no title)."""
+    return bool(MARKER.match(rest)) or bool(_BODY_START.match(rest))
+
+
+def clean_title(title: str) -> str:
+    return title.rstrip(" .:-—–").strip()
+
+
+def is_chapter(text: str) -> re.Match[str] | None:
+    match = _CHAPTER.match(text)
+    return match if match and len(text) < 120 else None
+
+
+def is_toc_row(text: str) -> bool:
+    """A table-of-contents row: dotted leaders (``Definitions ........ 3``)."""
+    return bool(_TOC_LEADER.search(text))
+
+
+def appendix_at(rows: Sequence[Row], i: int) -> Appendix | None:
+    """The appendix heading at row ``i``, if it is one; an unnamed appendix is "[See rule 3]"
+    above its title in capitals (kind ``""``, the title-cased title for its label)."""
+    text = rows[i].text.strip()
+    if SEE_RULE.match(text) and i + 1 < len(rows):
+        below = rows[i + 1].text.strip()
+        if below.isupper() and len(below) <= 90:
+            return Appendix(i, "", canonicalize(below).title(), text, True)
+    match = _APPENDIX.match(text)
+    if not match or len(text) > 90:
+        return None
+    kind = match.group("kind").split()[-1].capitalize()
+    ident = match.group("id") or ""
+    title = match.group("rest").strip()
+    if not title and i + 1 < len(rows) and len(rows[i + 1].text) < 120:
+        title = rows[i + 1].text.strip()
+    if SEE_RULE.match(title) and i + 2 < len(rows) and len(rows[i + 2].text) < 120:
+        # "FORM 'A'" / "[See rule 3(2)]" / "APPLICATION FOR REGISTRATION OF PROJECT"
+        title = f"{rows[i + 2].text.strip()} {title}"
+    return Appendix(i, kind, ident, title, _is_appendix(match))
+
+
+def _is_appendix(match: re.Match[str]) -> bool:
+    """A heading row of a form, annexure or schedule, not a mention of one in prose."""
+    kind = match.group("kind")
+    rest = match.group("rest").strip()
+    if not rest or re.match(r"^\[\s*See\b", rest, re.I):
+        return True
+    if not kind.isupper():
+        return False  # "Schedule C (Payment Plan)." inside an agreement is prose
+    letters = re.sub(r"[^A-Za-z]", "", rest)
+    return bool(letters) and (letters.isupper() or rest[:1] in "-—–")
+
+
+def body_edges(rows: Sequence[Row]) -> dict[int, float]:
+    """Per page, the left edge of the body text (the 10th percentile of row starts)."""
+    by_page: dict[int, list[float]] = {}
+    for row in rows:
+        by_page.setdefault(row.page, []).append(row.x0)
+    edges = {}
+    for page, xs in by_page.items():
+        xs.sort()
+        edges[page] = xs[len(xs) // 10]
+    return edges
+
+
+def numbered_heading(
+    rows: Sequence[Row],
+    i: int,
+    *,
+    paragraphs: bool,
+    margin_title: str | None,
+    edge: float,
+) -> Heading | None:
+    """The numbered heading row ``i`` could be, with its title and score, or ``None``.
+
+    ``paragraphs``: the units are numbered paragraphs (orders, judgments) whose headings carry
+    no titles, so a title is no evidence (a quoted section's title must not outrank the
+    paragraph around it). ``margin_title``: the margin note level with the row (Acts).
+    """
+    row = rows[i]
+    text = row.text
+    match = _NUMBERED.match(text)
+    if not match:
+        return None
+    number = int(match.group("num"))
+    suffix = match.group("s1") or match.group("s2") or ""
+    word, punct, rest = match.group("word"), match.group("punct"), match.group("rest")
+    if number == 0 or (not word and not punct and rest):
+        return None  # "9 of the Act" / "12 months" is prose: a heading has "9." or "9)"
+    if suffix and not punct and not word:
+        return None
+    if rest and rest[0].isdigit():
+        return None  # "2.5 per cent", "1. 2. 3." in a table
+    if rest and not (rest[0].isupper() or rest[0] in "(\"'“‘["):
+        return None  # "5. of the Act" is prose, not a heading
+    score = 1.0
+    flags: list[str] = []
+    offset_in_row = len(text) - len(rest)
+    position = Position(number, suffix)
+    if word:
+        score += 0.5
+    if row.bold:
+        score += 0.3
+    if row.x0 - edge > INDENT_POINTS:
+        score -= 0.7  # an indented number: a list item or a quotation, seldom a heading
+    if margin_title is not None:
+        return Heading(i, position, margin_title, row.start + offset_in_row, 1,
+                       score + 1.5, flags)  # fmt: skip
+    title, body_start, consumed, terminated = _title_after(rows, i, rest, offset_in_row)
+    problem = title_problem(title) if title else "no title"
+    if title and problem is None:
+        if not paragraphs:
+            score += 1.0 if terminated or consumed > 1 or not rest else 0.6
+    else:
+        if title:  # a sentence taken for a title: the unit is untitled and starts there
+            body_start, consumed = row.start + offset_in_row, 1
+        title = ""
+        flags.append("untitled")
+        if MARKER.match(rest):
+            score += 0.5  # "3. (1) The promoter shall ..."
+    return Heading(i, position, clean_title(title), body_start, consumed, score, flags)
+
+
+def _title_after(
+    rows: Sequence[Row], i: int, rest: str, offset_in_row: int
+) -> tuple[str, int, int, bool]:
+    """(title, body_start, rows consumed, terminated) for a heading whose number is on row
+    ``i`` with ``rest`` after it."""
+    row = rows[i]
+    title, body, terminated = split_title(rest)
+    if terminated:
+        return title, row.start + offset_in_row + (len(rest) - len(body)), 1, True
+    if rest and starts_body(rest):
+        return "", row.start + offset_in_row, 1, False
+    # The title may run onto the next rows until its terminator ("3. Information to be
+    # furnished by the" / "promoter.—"), or stand alone on the next row ("1." / "Title").
+    joined = rest
+    for extra in range(1, 4):
+        if i + extra >= len(rows):
+            break
+        nxt = rows[i + extra]
+        if MARKER.match(nxt.text) or _NUMBERED.match(nxt.text) or len(nxt.text) > 160:
+            break
+        joined = f"{joined} {nxt.text}".strip()
+        title, body, terminated = split_title(joined)
+        if terminated:
+            return title, nxt.end - len(body), extra + 1, True
+    if rest:
+        return rest.strip(), row.end, 1, False
+    if i + 1 < len(rows) and not MARKER.match(rows[i + 1].text):
+        nxt = rows[i + 1]
+        if not _NUMBERED.match(nxt.text) and title_problem(clean_title(nxt.text)) is None:
+            return nxt.text.strip(), nxt.end, 2, False
+    return "", row.end, 1, False
+
+
+def question_heading(rows: Sequence[Row], i: int) -> Heading | None:
+    """An FAQ question: consecutive bold rows ending in "?", one of them carrying "N."."""
+    if not rows[i].bold:
+        return None
+    first = i
+    while i < len(rows) and rows[i].bold and re.fullmatch(r"[^a-z?]+:", rows[i].text.strip()):
+        i += 1  # a category heading such as "STATUS:" above the question
+    if i >= len(rows):
+        return None
+    joined, j = "", i
+    while j < len(rows) and rows[j].bold and j - i < 5:
+        joined = f"{joined} {rows[j].text}".strip()
+        j += 1
+        if joined.endswith("?"):
+            break
+    if not joined.endswith("?"):
+        return None
+    number = re.search(r"(?:^|\s)(\d{1,3})\.(?:\s|$)", joined)
+    if not number or int(number.group(1)) == 0:
+        return None
+    title = canonicalize(joined[: number.start()] + " " + joined[number.end() :])
+    return Heading(first, Position(int(number.group(1))), title, rows[j - 1].end, j - first, 2.0)
+
+
+def margin_title_for(
+    notes: Mapping[int, Sequence[Mapping[str, Any]]], row: Row
+) -> tuple[int, int] | None:
+    """The (page, index) of the title margin note level with ``row`` (within 14 pt)."""
+    best: tuple[float, int] | None = None
+    for index, note in enumerate(notes.get(row.page, [])):
+        if note.get("kind") != "title":
+            continue
+        distance = abs(float(note["y0"]) - row.y0)
+        if distance <= 14 and (best is None or distance < best[0]):
+            best = (distance, index)
+    return None if best is None else (row.page, best[1])
