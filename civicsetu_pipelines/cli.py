@@ -480,6 +480,67 @@ def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 
 @app.command()
+def inspect(
+    path: Annotated[Path, typer.Argument(help="A PDF (not registered, not stored)")],
+    kind: Annotated[
+        str,
+        typer.Option(help="auto|act|rules|regulations|faq|order|notification|circular|judgment"),
+    ] = "auto",
+    language: Annotated[str, typer.Option(help="eng|hin|kan: the text's language (OCR)")] = "eng",
+    pages: Annotated[
+        str | None, typer.Option(help="Pages to read, e.g. 42-80 or 1-3,7 (default: all)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Parse one PDF as the pipeline would, without registering it: its kind (detected, and
+    why), its units (label, number, title, first and last page), coverage and every structure
+    check. Exit 0 when the structure is sound, 1 when an error check fails, 2 for bad input."""
+    from civicsetu_pipelines.base import DocumentError
+    from civicsetu_pipelines.ingest import KINDS, inspect_pdf, parse_page_ranges
+
+    if kind != "auto" and kind not in KINDS:
+        console.print(f"[red]Unknown kind {kind!r}; one of auto, {', '.join(KINDS)}[/red]")
+        raise typer.Exit(2)
+    if not path.is_file():
+        console.print(f"[red]No such file: {path}[/red]")
+        raise typer.Exit(2)
+    try:
+        indexes = parse_page_ranges(pages) if pages else None
+    except ValueError as exc:
+        console.print(f"[red]--pages {pages!r}: {exc}[/red]")
+        raise typer.Exit(2) from None
+    with console.status(f"parsing {path.name} ..."):
+        try:
+            found = inspect_pdf(path, kind=kind, language=language, pages=indexes)
+        except DocumentError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+    if as_json:
+        _print_json(found)
+    else:
+        out.print(f"{path}: [bold]{found['kind']}[/bold] ({found['kind_reason']}); "
+                  f"{found['pages']} pages, {found['ocr_pages']} OCR'd")  # fmt: skip
+        table = Table(title=f"{len(found['units'])} units")
+        for column in ("label", "title", "first_page", "last_page"):
+            table.add_column(column)
+        for unit in found["units"]:
+            table.add_row(unit["label"], unit["title"][:80], str(unit["first_page"]),
+                          str(unit["last_page"]))  # fmt: skip
+        out.print(table)
+        out.print(f"coverage {found['coverage']:.4f}")
+        for check in found["checks"]:
+            if check["passed"]:
+                state = "[green]pass[/green]"
+            else:
+                state = (
+                    "[red]FAIL[/red]" if check["severity"] == "error" else "[yellow]warn[/yellow]"
+                )
+            out.print(f"  {state} {check['name']}: {check['message']}")
+    if not found["structure_ok"]:
+        raise typer.Exit(1)
+
+
+@app.command()
 def sections(
     document: Annotated[str, typer.Option("--document", "-d", help="Document key")],
     as_json: Annotated[bool, typer.Option("--json")] = False,

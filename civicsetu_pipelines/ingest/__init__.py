@@ -10,8 +10,12 @@ Modules, in the order they build on each other:
 * ``fetch`` -- offline mirrors and downloads with retries, size caps and sha256 pins
 * ``pages`` -- PDF pages to clean, positioned body text
 * ``ocr`` -- Tesseract OCR of pages without a text layer
-* ``legal_structure`` -- a document's numbered units (sections, rules, forms ...)
+* ``sequence`` -- the best path through candidate headings: the document's numbering
+* ``headings`` -- the heading grammar: candidate unit headings, titles, appendices
+* ``legal_structure`` -- a document's numbered units (sections, rules, forms ...) and chunks
+* ``structure_checks`` -- self-checks of a decoded structure (sequence, swallowed, titles ...)
 * ``documents`` -- the per-document steps: fetch, parse (cached), chunk
+* ``inspection`` -- one PDF's kind, units and checks, unregistered (civicsetu inspect)
 * ``quality`` -- Great Expectations suites generated from one schema per table
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the

@@ -10,6 +10,11 @@ from .documents import (
 from .fetch import (
     USER_AGENT as USER_AGENT,
 )
+from .inspection import (
+    KINDS as KINDS,
+    inspect_pdf as inspect_pdf,
+    parse_page_ranges as parse_page_ranges,
+)
 from .pages import (
     PdfError as PdfError,
 )

@@ -219,6 +219,8 @@ def chunk_rows(
         "coverage": round(report.coverage, 6),
         "body_chars": report.body_chars,
         "supplementary_chunks": report.supplementary_chunks,
+        "structure_ok": report.structure_ok,
+        "checks": json.dumps([c.as_dict() for c in report.checks]),
         "error": None,
     }
     return rows, report_row

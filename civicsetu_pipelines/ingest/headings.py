@@ -1,8 +1,9 @@
 """The heading grammar of a gazette: which rows could open a unit, and what their titles are.
 
 Pure domain code. Nothing here decides: it proposes. For every row it finds what the row could
-be -- a numbered heading (``9.``, ``9)``, ``9-A.``, ``9A.``, ``Rule 9``, a number alone on its
-line with the title on the next, a bold FAQ question), a chapter heading, an appendix heading
+be -- a numbered heading (``9.``, ``9)``, ``9-(1)``, ``9-A.``, ``9A.``, ``Rule 9``, a number
+alone on its line with the title on the next, a bold FAQ question), a chapter heading, an appendix
+heading
 (``FORM 'A'``, ``ANNEXURE-I``, ``SCHEDULE``, ``[See rule 3]``) or a table-of-contents row -- with
 the evidence for it as a score. :mod:`~civicsetu_pipelines.ingest.sequence` then decodes the
 numbering as one sequence.
@@ -23,6 +24,17 @@ from typing import Any, Protocol
 from civicsetu_pipelines.base import canonicalize
 from civicsetu_pipelines.ingest.sequence import Position
 
+# What the numbered units of each kind of document are called.
+UNIT_WORD = {
+    "act": ("section", "Section"),
+    "rules": ("rule", "Rule"),
+    "regulations": ("regulation", "Regulation"),
+    "faq": ("question", "Question"),
+    "order": ("paragraph", "Paragraph"),
+    "judgment": ("paragraph", "Paragraph"),
+    "notification": ("paragraph", "Paragraph"),
+    "circular": ("paragraph", "Paragraph"),
+}
 MAX_TITLE_CHARS = 200  # the longest printed titles seen run to ~180 characters, 28 words
 MAX_TITLE_WORDS = 32
 INDENT_POINTS = 40.0  # a heading indented this much beyond the page's body edge is suspect
@@ -31,7 +43,7 @@ _CHAPTER = re.compile(r"^CHAPTER\s+([IVXLC]+[A-Z]?|\d+[A-Z]?)\b\.?\s*[-—:]?\s*
 _NUMBERED = re.compile(
     r"^(?:(?P<word>(?i:rule|regulation|section|paragraph|para))\s+)?"
     r"(?P<num>\d{1,3})(?:\s?[-–]\s?(?P<s1>[A-Z]{1,2})\b|(?P<s2>[A-Z]{1,2})(?![A-Za-z]))?"
-    r"(?:\s*(?P<punct>[.)])|(?=\s)|$)\s*(?P<rest>.*)$"
+    r"(?:\s*(?P<punct>[.)]|[-–—](?=\s*\())|(?=\s)|$)\s*(?P<rest>.*)$"
 )
 _APPENDIX = re.compile(
     r"^(?P<kind>FORM|Form|ANNEXURE|Annexure|ANNEXURE|APPENDIX|Appendix|SCHEDULE|Schedule"
@@ -54,7 +66,10 @@ _BODY_START = re.compile(
 _SENTENCE_WORDS = re.compile(r"\b(?:shall|may be|is hereby|are hereby|means)\b", re.I)
 _TWO_SENTENCES = re.compile(r"[a-z]\.\s+[A-Z][a-z]")
 _DANGLING = re.compile(r"\b(?:the|of|and|or|to|for|in|by|with|a|an|under|from|on)$", re.I)
-_SUB_MARKER = re.compile(r"\(\s*(?:\d{1,3}|[a-z]{1,2}|[ivxlc]{1,6})\s*\)")
+_SUB_MARKER = re.compile(r"\(\s*(?:\d{1,3}|[a-zA-Z]{1,2}|[ivxlc]{1,6})\s*\)")
+# A row that starts an item: "(1)", "(a)", "(A)", "i.", "a)": never part of a title.
+_ITEM_START = re.compile(r"^(?:\(\s*\w{1,4}\s*\)|[ivxlc]{1,5}\.|[a-zA-Z]\))\s")
+WRAPPED_SHARE = 0.85  # a row this close to the page's full line length runs on to the next
 
 
 class Row(Protocol):
@@ -186,6 +201,14 @@ def body_edges(rows: Sequence[Row]) -> dict[int, float]:
     return edges
 
 
+def line_lengths(rows: Sequence[Row]) -> dict[int, float]:
+    """Per page, the length of a full line (the 90th percentile of row lengths in characters)."""
+    by_page: dict[int, list[int]] = {}
+    for row in rows:
+        by_page.setdefault(row.page, []).append(len(row.text))
+    return {page: sorted(n)[(len(n) * 9) // 10] for page, n in by_page.items()}
+
+
 def numbered_heading(
     rows: Sequence[Row],
     i: int,
@@ -193,12 +216,15 @@ def numbered_heading(
     paragraphs: bool,
     margin_title: str | None,
     edge: float,
+    wrap_chars: float = 1e9,
 ) -> Heading | None:
     """The numbered heading row ``i`` could be, with its title and score, or ``None``.
 
     ``paragraphs``: the units are numbered paragraphs (orders, judgments) whose headings carry
     no titles, so a title is no evidence (a quoted section's title must not outrank the
     paragraph around it). ``margin_title``: the margin note level with the row (Acts).
+    ``edge``: the page's body edge (x); ``wrap_chars``: the length of a full line on the page
+    (a heading line that long runs on: body, not a title).
     """
     row = rows[i]
     text = row.text
@@ -229,11 +255,13 @@ def numbered_heading(
     if margin_title is not None:
         return Heading(i, position, margin_title, row.start + offset_in_row, 1,
                        score + 1.5, flags)  # fmt: skip
-    title, body_start, consumed, terminated = _title_after(rows, i, rest, offset_in_row)
+    if paragraphs:  # a judgment's or order's paragraphs have numbers, not titles
+        return Heading(i, position, "", row.start + offset_in_row, 1, score, flags)
+    title, body_start, consumed, terminated = _title_after(rows, i, rest, offset_in_row,
+                                                           wrap_chars)  # fmt: skip
     problem = title_problem(title) if title else "no title"
     if title and problem is None:
-        if not paragraphs:
-            score += 1.0 if terminated or consumed > 1 or not rest else 0.6
+        score += 1.0 if terminated or consumed > 1 or not rest else 0.6
     else:
         if title:  # a sentence taken for a title: the unit is untitled and starts there
             body_start, consumed = row.start + offset_in_row, 1
@@ -245,7 +273,7 @@ def numbered_heading(
 
 
 def _title_after(
-    rows: Sequence[Row], i: int, rest: str, offset_in_row: int
+    rows: Sequence[Row], i: int, rest: str, offset_in_row: int, wrap_chars: float
 ) -> tuple[str, int, int, bool]:
     """(title, body_start, rows consumed, terminated) for a heading whose number is on row
     ``i`` with ``rest`` after it."""
@@ -262,13 +290,15 @@ def _title_after(
         if i + extra >= len(rows):
             break
         nxt = rows[i + extra]
-        if MARKER.match(nxt.text) or _NUMBERED.match(nxt.text) or len(nxt.text) > 160:
+        if _ITEM_START.match(nxt.text) or _NUMBERED.match(nxt.text) or len(nxt.text) > 160:
             break
         joined = f"{joined} {nxt.text}".strip()
         title, body, terminated = split_title(joined)
         if terminated:
             return title, nxt.end - len(body), extra + 1, True
     if rest:
+        if len(row.text) >= WRAPPED_SHARE * wrap_chars and not rest.rstrip().endswith(":"):
+            return "", row.start + offset_in_row, 1, False  # a full, wrapped line: body text
         return rest.strip(), row.end, 1, False
     if i + 1 < len(rows) and not MARKER.match(rows[i + 1].text):
         nxt = rows[i + 1]

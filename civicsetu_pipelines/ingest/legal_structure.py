@@ -25,17 +25,20 @@ from typing import Any
 from civicsetu_pipelines.base import canonicalize
 from civicsetu_pipelines.ingest.headings import (
     MARKER,
+    UNIT_WORD,
     Appendix,
     Heading,
     appendix_at,
     body_edges,
     is_chapter,
     is_toc_row,
+    line_lengths,
     margin_title_for,
     numbered_heading,
     question_heading,
 )
 from civicsetu_pipelines.ingest.sequence import decode
+from civicsetu_pipelines.ingest.structure_checks import StructureCheck, check_structure, failed
 
 NAMESPACE = uuid.UUID("5b0d6a43-7f4e-4bb1-9a4e-2f1c0c1e9a11")
 MAX_CHARS = 2400
@@ -43,13 +46,6 @@ MIN_CHARS = 160
 BODYLESS_PENALTY = 1.0  # a heading with no body before the next heading (a list item)
 CREDIBLE_SCORE = 1.5  # a heading's score with some evidence beyond its number
 
-UNIT_WORD = {
-    "act": ("section", "Section"),
-    "rules": ("rule", "Rule"),
-    "regulations": ("regulation", "Regulation"),
-    "faq": ("question", "Question"),
-    "order": ("paragraph", "Paragraph"),
-}
 
 _ROMAN = re.compile(r"^[ivxlc]+$")
 
@@ -166,6 +162,12 @@ class StructureReport:
     covered_chars: int
     supplementary_chunks: int
     untitled: list[str]
+    checks: list[StructureCheck] = field(default_factory=list)
+
+    @property
+    def structure_ok(self) -> bool:
+        """No error-severity structure check failed (else the document is kept page by page)."""
+        return not failed(self.checks)
 
 
 def chunk_id(document_key: str, unit: str, legal_path: str) -> str:
@@ -202,6 +204,7 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
     paragraphs = unit_kind == "paragraph"
     toc = {i for i, row in enumerate(rows) if is_toc_row(row.text)}
     edges = body_edges(rows)
+    wraps = line_lengths(rows)
     headings: list[Heading] = []
     appendices: list[Appendix] = []
     chapters: list[tuple[int, str]] = []  # (row, chapter name)
@@ -226,7 +229,8 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
         else:
             margin = _margin_title(stream, row) if doc_type == "act" else None
             heading = numbered_heading(rows, i, paragraphs=paragraphs, margin_title=margin,
-                                       edge=edges.get(row.page, 0.0))  # fmt: skip
+                                       edge=edges.get(row.page, 0.0),
+                                       wrap_chars=wraps.get(row.page, 1e9))  # fmt: skip
         if heading is not None:
             headings.append(heading)
     _mark_bodyless(stream, headings)
@@ -285,6 +289,20 @@ def _mark_bodyless(stream: Stream, headings: list[Heading]) -> None:
         if not own and (last + 1 >= len(stream.rows) or last + 1 in rows_with_heading):
             heading.score -= BODYLESS_PENALTY
             heading.flags.append("bodyless")
+
+
+def page_units(stream: Stream) -> list[Unit]:
+    """One unit per page: a document whose structure could not be decoded."""
+    units = []
+    for index, (page, base) in enumerate(stream.page_offsets):
+        end = (
+            stream.page_offsets[index + 1][1]
+            if index + 1 < len(stream.page_offsets)
+            else len(stream.text)
+        )
+        units.append(Unit("page", None, f"Page {page}", "", base, end, base, None,
+                          ["structure_failed"]))  # fmt: skip
+    return units
 
 
 def _margin_title(stream: Stream, row: StreamRow) -> str | None:
@@ -559,12 +577,18 @@ def build_chunks(
 ) -> tuple[list[Chunk], StructureReport]:
     """Parse the structure of one document's pages and cut it into chunks."""
     stream = build_stream(pages)
-    units = segment_units(stream, doc_type)
+    decoded = decode_units(stream, doc_type)
+    checks = check_structure(stream, decoded, doc_type)
+    units = decoded.units
+    if failed(checks):
+        # A structure that fails its own checks is not served as units: the document is kept
+        # page by page (every character still in a chunk) and the failed checks say why.
+        units = page_units(stream)
     chunks: list[Chunk] = []
     covered = bytearray(len(stream.text))
     ordinal = 0
     for unit in units:
-        tree = parse_tree(stream, unit) if unit.unit not in {"form", "paragraph"} else None
+        tree = parse_tree(stream, unit) if unit.unit not in {"form", "paragraph", "page"} else None
         if tree is not None:
             pieces = _merge_short(
                 _pieces(tree, (), stream, max_chars), stream, min_chars, max_chars
@@ -635,6 +659,7 @@ def build_chunks(
         covered_chars=covered_chars,
         supplementary_chunks=len(supplementary),
         untitled=[u.label for u in units if "untitled" in u.flags],
+        checks=checks,
     )
     return chunks, report
 

@@ -19,6 +19,8 @@ import pymupdf
 
 from civicsetu_pipelines.base import canonicalize
 
+COLUMN_GAP_HEIGHTS = 3.0  # a gap wider than three text heights between words separates columns
+
 
 class OcrLine(NamedTuple):
     """One OCR'd line: its text and box (PDF points)."""
@@ -68,7 +70,7 @@ def ocr_lines(page: pymupdf.Page, language: str, dpi: int = 300) -> tuple[list[O
         left, top, w, h = (float(v) * scale for v in parts[6:10])
         lines.setdefault(key, []).append((left, top, left + w, top + h, parts[11]))
     rows = []
-    for words in lines.values():
+    for words in (part for line in lines.values() for part in _split_at_gaps(line)):
         text = canonicalize(" ".join(w[4] for w in words))
         if text:
             rows.append(
@@ -83,3 +85,21 @@ def ocr_lines(page: pymupdf.Page, language: str, dpi: int = 300) -> tuple[list[O
     rows.sort(key=lambda r: (r.y0, r.x0))
     mean = statistics.fmean(confidences) if confidences else 0.0
     return rows, round(mean, 1)
+
+
+Word = tuple[float, float, float, float, str]
+
+
+def _split_at_gaps(words: list[Word]) -> list[list[Word]]:
+    """Split one OCR line where a gap between words is a column gap (a margin note beside the
+    body: "Information and    3-(1) The promoter ..."), not a space between words."""
+    if len(words) < 2:
+        return [words]
+    heights = sorted(w[3] - w[1] for w in words)
+    gap = COLUMN_GAP_HEIGHTS * heights[len(heights) // 2]
+    parts: list[list[Word]] = [[words[0]]]
+    for previous, word in zip(words, words[1:], strict=False):
+        if word[0] - previous[2] > gap:
+            parts.append([])
+        parts[-1].append(word)
+    return parts

@@ -193,11 +193,23 @@ class _Line:
     bold: bool
 
 
+INVISIBLE = 0xFFFFFF  # white text on the white page: in the text layer, not printed
+
+
 def _page_lines(page: pymupdf.Page) -> list[_Line]:
     out: list[_Line] = []
     data = page.get_text("dict")
     for block in data["blocks"]:
         for line in block.get("lines", []):
+            spans = [s for s in line["spans"] if s.get("color") != INVISIBLE]
+            if len(spans) < len(line["spans"]):
+                # Invisible spans (word processors leave white list numbers behind: a white "5"
+                # before the printed "5)" reads "55)") are not part of what the page says.
+                line = {**line, "spans": spans}
+                if spans:
+                    boxes = [s["bbox"] for s in spans]
+                    line["bbox"] = (min(b[0] for b in boxes), min(b[1] for b in boxes),
+                                    max(b[2] for b in boxes), max(b[3] for b in boxes))  # fmt: skip
             text = _line_text(line)
             if not text.strip():
                 continue

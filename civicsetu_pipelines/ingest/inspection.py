@@ -1,0 +1,122 @@
+"""Inspecting one PDF without registering it: its kind, its units and its structure checks.
+
+Pure domain code behind ``civicsetu inspect``: the same page parser, structure decoder and
+checks the pipeline runs, on any file, so a new gazette can be tried before it is added.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from civicsetu_pipelines.ingest.headings import UNIT_WORD
+from civicsetu_pipelines.ingest.legal_structure import build_chunks, build_stream, decode_units
+from civicsetu_pipelines.ingest.pages import parse_pdf
+
+KINDS = ("act", "rules", "regulations", "faq", "order", "notification", "circular", "judgment")
+DETECT_PAGES = 4  # the kind is read from the first pages
+
+# Signals of each kind in a document's first pages, with their weights. The title of a gazette
+# names its kind ("... Rules, 2016", "... Regulations, 2019"); judgments name courts and parties.
+_SIGNALS: dict[str, tuple[tuple[str, float], ...]] = {
+    "faq": ((r"FREQUENTLY\s+ASKED\s+QUESTIONS|\bFAQS?\b", 3.0),),
+    "act": ((r"BE\s+IT\s+ENACTED", 3.0), (r"\bAN\s+ACT\s+TO\b", 2.0)),
+    "regulations": (
+        (r"\bREGULATIONS,?\s+(?:19|20)\d\d", 2.5),
+        (r"MAKES?\s+THE\s+FOLLOWING\s+REGULATIONS", 2.0),
+    ),
+    "rules": ((r"\bRULES,?\s+(?:19|20)\d\d", 2.5), (r"MAKES?\s+THE\s+FOLLOWING\s+RULES", 2.0)),
+    "judgment": (
+        (r"\bJUDG(?:E)?MENT\b", 1.0),
+        (r"\bCORAM\b", 2.0),
+        (r"\bWRIT\s+PETITION\b|\bAPPEAL\s+NO\b|\bAPPEAL\s+AT\d", 1.5),
+        (r"\bPETITIONERS?\b|\bAPPELLANTS?\b", 1.0),
+        (r"\bRESPONDENTS?\b", 1.0),
+    ),
+    "order": ((r"\bORDER,?\s+(?:19|20)\d\d", 2.5), (r"REMOVAL\s+OF\s+DIFFICULTIES", 1.5)),
+    "notification": (
+        (r"COME\s+INTO\s+FORCE", 1.0),
+        (r"\bS\.\s?O\.\s?\d+", 1.0),
+        (r"\bNOTIFICATION\b", 0.5),
+    ),
+    "circular": ((r"\bCIRCULAR\b", 2.5),),
+}
+
+
+def detect_kind(text: str) -> tuple[str, str]:
+    """The kind of a document from its first pages' text, and why (the signals that matched)."""
+    upper = text.upper()
+    scores: dict[str, float] = {}
+    reasons: dict[str, list[str]] = {}
+    for kind, signals in _SIGNALS.items():
+        for pattern, weight in signals:
+            match = re.search(pattern, upper)
+            if match:
+                scores[kind] = scores.get(kind, 0.0) + weight
+                reasons.setdefault(kind, []).append(repr(" ".join(match.group(0).split())))
+    if not scores:
+        return "rules", "no signal of any kind in the first pages; rules assumed"
+    kind = max(KINDS, key=lambda k: (scores.get(k, 0.0), -KINDS.index(k)))
+    others = ", ".join(f"{k} {v:g}" for k, v in sorted(scores.items(), key=lambda kv: -kv[1]))
+    return kind, f"matched {', '.join(reasons[kind])} (scores: {others})"
+
+
+def inspect_pdf(
+    path: Path,
+    *,
+    kind: str = "auto",
+    language: str = "eng",
+    pages: Sequence[int] | None = None,
+    ocr: bool = True,
+) -> dict[str, Any]:
+    """Parse ``path`` as the pipeline would and report its units, coverage and checks.
+
+    ``pages`` are 0-based page indexes (all by default). Raises the parser's
+    :class:`~civicsetu_pipelines.ingest.pages.PdfError` for a file that cannot be read.
+    """
+    if kind != "auto" and kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}; one of auto, {', '.join(KINDS)}")
+    parsed = [dataclasses.asdict(p) for p in parse_pdf(path.stem, path, pages, language, ocr)]
+    reason = "given"
+    if kind == "auto":
+        kind, reason = detect_kind("\n".join(p["text"] for p in parsed[:DETECT_PAGES]))
+    stream = build_stream(parsed)
+    decoded = decode_units(stream, kind)
+    _chunks, report = build_chunks(parsed, document_key=path.stem, jurisdiction="INSPECT",
+                                   doc_type=kind)  # fmt: skip
+    units = []
+    for unit in decoded.units:
+        first, _ = stream.locate(unit.start)
+        last, _ = stream.locate(max(unit.start, unit.end - 1))
+        units.append({"label": unit.label, "number": unit.number, "title": unit.title,
+                      "first_page": first, "last_page": last})  # fmt: skip
+    return {
+        "path": str(path),
+        "kind": kind,
+        "kind_reason": reason,
+        "unit_word": UNIT_WORD.get(kind, ("unit", "Unit"))[1],
+        "pages": len(parsed),
+        "ocr_pages": sum(1 for p in parsed if "ocr" in p["flags"]),
+        "needs_ocr_pages": sum(1 for p in parsed if "needs_ocr" in p["flags"]),
+        "units": units,
+        "coverage": round(report.coverage, 4),
+        "structure_ok": report.structure_ok,
+        "checks": [c.as_dict() for c in report.checks],
+    }
+
+
+def parse_page_ranges(text: str) -> list[int]:
+    """``"42-80"`` or ``"1-3,7"`` (1-based, inclusive) as 0-based page indexes, in order."""
+    indexes: list[int] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match:
+            raise ValueError("expected page ranges such as 42-80 or 1-3,7")
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if first < 1 or last < first:
+            raise ValueError(f"{part.strip()!r} is not a range of pages counted from 1")
+        indexes.extend(range(first - 1, last))
+    return sorted(set(indexes))

@@ -1,0 +1,262 @@
+"""Structure by the document's own grammar (issue 13): heading styles seen in real gazettes,
+written as real PDFs with PyMuPDF; the decoder's sequence; checks that fail loudly; and
+``civicsetu inspect`` on generated and corpus PDFs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from civicsetu_pipelines.ingest.headings import title_problem
+from civicsetu_pipelines.ingest.inspection import detect_kind, inspect_pdf, parse_page_ranges
+from civicsetu_pipelines.ingest.sequence import Position, decode
+from civicsetu_pipelines_tests.ingest.test_legal_structure import (
+    FILLER,
+    PREAMBLE_ROWS,
+    by_label,
+    pdf_chunks,
+    top_level,
+)
+from civicsetu_pipelines_tests.pdfgen import PageItem, write_pdf
+
+CLI = [sys.executable, "-m", "civicsetu_pipelines.cli"]
+
+
+def checks_of(report: object) -> dict[str, tuple[bool, str]]:
+    return {c.name: (c.passed, c.message) for c in report.checks}  # type: ignore[attr-defined]
+
+
+# ----------------------------------------------------------------------------- the decoder
+
+
+def test_decoder_follows_the_sequence_not_the_first_match() -> None:
+    # 1 2 [list 1 2 3 inside rule 2] 3 4: the list is not the sequence
+    numbers = [1, 2, 1, 2, 3, 3, 4]
+    positions = [Position(n) for n in numbers]
+    scores = [2.0, 2.0, 1.0, 1.0, 1.0, 2.0, 2.0]
+    chosen = decode(positions, scores, list(range(len(numbers))))
+    assert [numbers[i] for i in chosen] == [1, 2, 3, 4]
+    assert chosen == [0, 1, 5, 6]
+
+
+def test_decoder_allows_inserted_units_and_survives_one_gap() -> None:
+    labels = [Position(1), Position(2), Position(2, "A"), Position(3), Position(5), Position(6)]
+    chosen = decode(labels, [2.0] * 6, list(range(6)))
+    assert [labels[i].label for i in chosen] == ["1", "2", "2A", "3", "5", "6"]
+
+
+def test_decoder_does_not_cross_a_form_that_restarts_its_numbering() -> None:
+    # rules 1-3, FORM A (offset 35), the form's items 1-9: the body is rules 1-3
+    numbers = [1, 2, 3, *range(1, 10)]
+    offsets = [10, 20, 30, *range(40, 49)]
+    chosen = decode([Position(n) for n in numbers], [2.0] * len(numbers), offsets, [35])
+    assert chosen == [0, 1, 2]
+
+
+# ------------------------------------------------------------------------- heading styles
+
+
+def _rules(rows: list[PageItem]) -> list[list[PageItem]]:
+    return [[*PREAMBLE_ROWS, *rows]]
+
+
+def test_number_alone_then_title_ending_in_a_colon(tmp_path: Path) -> None:
+    rows: list[PageItem] = []
+    for n, title in enumerate(["Short title and commencement", "Definitions",
+                               "Agreement for sale", "Display boards"], 1):  # fmt: skip
+        rows += [f"{n}.", f"{title}:", f"(1) {FILLER}", f"(2) {FILLER}"]
+    chunks, report = pdf_chunks(tmp_path, _rules(rows))
+    assert report.numbered == ["1", "2", "3", "4"]
+    titles = [c.title for c in top_level(chunks)[1:]]
+    assert titles == ["Short title and commencement", "Definitions", "Agreement for sale",
+                      "Display boards"]  # fmt: skip
+    assert report.structure_ok, report.checks
+
+
+def test_agreement_for_sale_heading_is_a_rule_not_a_form(tmp_path: Path) -> None:
+    """'9. Agreement for sale:' once started a form that swallowed rules 9 to 54."""
+    rows: list[PageItem] = [f"{n}. Rule {n} heading.- {FILLER}" for n in range(1, 9)]
+    rows += ["9. Agreement for sale:", f"(1) The agreement shall be in Form A. {FILLER}"]
+    rows += [f"{n}. Rule {n} heading.- {FILLER}" for n in range(10, 14)]
+    rows += ["FORM A", "[See rule 9]", "AGREEMENT FOR SALE", "1. Name:", "2. Address:"]
+    chunks, report = pdf_chunks(tmp_path, [rows[:7], rows[7:]])
+    assert report.numbered == [str(n) for n in range(1, 14)]
+    assert by_label(chunks)["Rule 9"].title == "Agreement for sale"
+    assert [c.label for c in top_level(chunks)][-1] == "Form A"
+    assert report.structure_ok, report.checks
+
+
+def test_title_and_body_on_one_line(tmp_path: Path) -> None:
+    rows: list[PageItem] = [
+        "1. Short title: These regulations may be called the Test Regulations, 2019.",
+        "2. Display Boards-(1) The promoter shall erect a weather proof display board at the "
+        "site of the project.",
+        f"(2) {FILLER}",
+        f"3. The Authority shall publish the list of projects. {FILLER}",
+        f"4. Title: {FILLER}",
+    ]
+    chunks, report = pdf_chunks(tmp_path, _rules(rows), doc_type="regulations")
+    assert report.numbered == ["1", "2", "3", "4"]
+    titles = {c.label: c.title for c in top_level(chunks)}
+    assert titles["Regulation 1"] == "Short title"
+    assert titles["Regulation 2"] == "Display Boards"  # not "Display Boards-(1) The promoter..."
+    assert titles["Regulation 3"] == ""  # untitled: never its first sentence
+    assert titles["Regulation 4"] == "Title"
+    assert report.structure_ok, report.checks
+
+
+def test_inserted_units_3a_and_3_hyphen_b(tmp_path: Path) -> None:
+    rows: list[PageItem] = [
+        f"1. Short title.- {FILLER}",
+        f"2. Definitions.- {FILLER}",
+        f"3. Registration.- {FILLER}",
+        f"3A. Inserted rule.- {FILLER}",
+        f"3-B. Another inserted rule.- {FILLER}",
+        f"4. Fees.- {FILLER}",
+    ]
+    chunks, report = pdf_chunks(tmp_path, _rules(rows))
+    assert report.numbered == ["1", "2", "3", "3A", "3B", "4"]
+    assert by_label(chunks)["Rule 3B"].title == "Another inserted rule"
+    assert report.structure_ok, report.checks
+
+
+def test_parenthesis_numbers_and_roman_items_inside(tmp_path: Path) -> None:
+    """The Maharashtra style: "1)" alone, the title on the next line, items "i." "ii."."""
+    rows: list[PageItem] = []
+    for n, title in enumerate(["Short title and Commencement", "Language of the Tribunal",
+                               "Sittings"], 1):  # fmt: skip
+        rows += [f"{n})", title, f"i. {FILLER}", f"ii. {FILLER}"]
+    chunks, report = pdf_chunks(tmp_path, _rules(rows), doc_type="regulations")
+    assert report.numbered == ["1", "2", "3"]
+    assert [c.title for c in top_level(chunks)[1:]] == [
+        "Short title and Commencement", "Language of the Tribunal", "Sittings"]  # fmt: skip
+
+
+def test_numbered_list_inside_a_unit_is_not_a_unit(tmp_path: Path) -> None:
+    rows: list[PageItem] = [
+        f"1. Short title.- {FILLER}",
+        "2. Documents.- The promoter shall furnish the following documents, namely:-",
+        "1. a copy of the PAN card;",
+        "2. the audited balance sheet;",
+        "3. the sanctioned plan;",
+        f"3. Fees.- {FILLER}",
+        f"4. Returns.- {FILLER}",
+    ]
+    chunks, report = pdf_chunks(tmp_path, _rules(rows))
+    assert report.numbered == ["1", "2", "3", "4"]
+    assert "the audited balance sheet" in by_label(chunks)["Rule 2"].text
+    assert by_label(chunks)["Rule 3"].title == "Fees"
+
+
+def test_forms_citing_rules_and_a_body_that_ends_where_the_forms_begin(tmp_path: Path) -> None:
+    rows: list[PageItem] = [f"{n}. Rule {n} heading.- {FILLER}" for n in range(1, 5)]
+    form: list[PageItem] = ["FORM A", "[See rule 3 and rule 7]", "APPLICATION"]
+    form += [f"{n}. Particular {n} of the project:" for n in range(1, 12)]
+    chunks, report = pdf_chunks(tmp_path, [rows, form])
+    assert report.numbered == ["1", "2", "3", "4"]  # the form's 5..11 do not continue the rules
+    assert top_level(chunks)[-1].label == "Form A"
+    checks = checks_of(report)
+    assert checks["cited_units"][0] is False and "rule 7" in checks["cited_units"][1]
+    assert report.structure_ok  # a missing cited rule is a warning, named
+
+
+# ------------------------------------------------------------- checks that fail loudly
+
+
+def test_a_gap_fails_the_sequence_check_names_the_place_and_keeps_pages(tmp_path: Path) -> None:
+    rows: list[PageItem] = [f"{n}. Rule {n} heading.- {FILLER}" for n in (1, 2, 3, 6, 7, 8)]
+    chunks, report = pdf_chunks(tmp_path, [rows[:3], rows[3:]])
+    passed, message = checks_of(report)["sequence"]
+    assert not passed and "Rule 6" in message and "page 2" in message
+    assert not report.structure_ok
+    # the document is kept page by page: no unit it cannot vouch for, never one giant unit
+    assert {c.unit for c in top_level(chunks)} == {"page"}
+    assert [c.label for c in top_level(chunks)] == ["Page 1", "Page 2"]
+    assert all("structure_failed" in c.flags for c in chunks)
+
+
+def test_a_rules_document_with_no_numbered_units_fails_loudly(tmp_path: Path) -> None:
+    rows: list[PageItem] = [FILLER, FILLER, FILLER]
+    _chunks, report = pdf_chunks(tmp_path, [rows])
+    passed, message = checks_of(report)["sequence"]
+    assert not passed and "no numbered rules" in message
+
+
+def test_title_problems() -> None:
+    assert title_problem("Short title and commencement") is None
+    long_title = (
+        "Salary and allowances payable and other terms and conditions of service of the "
+        "officers and other employees of the Authority and experts and consultants engaged by "
+        "the Authority"
+    )
+    assert title_problem(long_title) is None  # 28 words, printed so
+    assert "marker" in (title_problem("Display Boards-(1) The promoter") or "")
+    assert "sentence" in (title_problem("The promoter shall erect a board") or "")
+    assert "mid-phrase" in (title_problem("Information to be furnished by the") or "")
+
+
+# ---------------------------------------------------------------------------------- inspect
+
+
+def test_detect_kind() -> None:
+    assert detect_kind("THE TEST RULES, 2017 ... makes the following rules")[0] == "rules"
+    assert detect_kind("TRIBUNAL REGULATIONS, 2019")[0] == "regulations"
+    assert detect_kind("IN THE HIGH COURT ... WRIT PETITION ... Petitioners ... "
+                       "Respondents ... CORAM ... JUDGMENT")[0] == "judgment"  # fmt: skip
+    assert detect_kind("Frequently Asked Questions")[0] == "faq"
+    kind, reason = detect_kind("nothing to go by")
+    assert kind == "rules" and "assumed" in reason
+
+
+def test_parse_page_ranges() -> None:
+    assert parse_page_ranges("1-3,7") == [0, 1, 2, 6]
+    with pytest.raises(ValueError):
+        parse_page_ranges("3-1")
+    with pytest.raises(ValueError):
+        parse_page_ranges("x")
+
+
+def test_inspect_cli_json_on_a_generated_pdf(tmp_path: Path) -> None:
+    rows: list[PageItem] = [f"{n}. Rule {n} heading.- {FILLER}" for n in range(1, 5)]
+    path = write_pdf(tmp_path / "rules.pdf", [[*PREAMBLE_ROWS, *rows]])
+    proc = subprocess.run([*CLI, "inspect", str(path), "--json"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)
+    assert found["kind"] == "rules" and "RULES" in found["kind_reason"].upper()
+    assert [u["label"] for u in found["units"]] == ["Preamble", "Rule 1", "Rule 2", "Rule 3",
+                                                    "Rule 4"]  # fmt: skip
+    assert found["units"][1]["title"] == "Rule 1 heading" and found["units"][1]["first_page"] == 1
+    assert {c["name"] for c in found["checks"]} >= {"sequence", "swallowed", "titles"}
+    assert all({"name", "passed", "severity", "message"} <= set(c) for c in found["checks"])
+
+
+def test_inspect_cli_exits_1_on_a_broken_structure_and_2_on_bad_input(tmp_path: Path) -> None:
+    rows: list[PageItem] = [f"{n}. Rule {n} heading.- {FILLER}" for n in (1, 2, 5, 6)]
+    path = write_pdf(tmp_path / "gap.pdf", [[*PREAMBLE_ROWS, *rows]])
+    proc = subprocess.run([*CLI, "inspect", str(path), "--kind", "rules"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 1 and "FAIL sequence" in proc.stdout
+    not_pdf = tmp_path / "page.pdf"
+    not_pdf.write_text("<html>not a pdf</html>")
+    proc = subprocess.run([*CLI, "inspect", str(not_pdf)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "not a PDF" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run([*CLI, "inspect", str(path), "--kind", "novel"], capture_output=True,
+                          text=True)  # fmt: skip
+    assert proc.returncode == 2 and "Unknown kind" in proc.stderr
+
+
+def test_inspect_maharashtra_regulations_from_the_corpus(corpus_dir: Path) -> None:
+    """A table of contents with dotted leaders first, "1)" numbering, invisible (white) list
+    numbers in the text layer: 27 regulations in sequence, the contents page not units."""
+    found = inspect_pdf(corpus_dir.parent / "pdfs" / "maharashtra_appellate_tribunal_"
+                        "regulations_2019.pdf")  # fmt: skip
+    assert found["kind"] == "regulations"
+    numbered = [u for u in found["units"] if u["label"].startswith("Regulation ")]
+    assert [u["number"] for u in numbered] == [str(n) for n in range(1, 28)]
+    assert numbered[0]["first_page"] == 3  # not the contents on page 2
+    assert {u["label"] for u in found["units"]} >= {"Form A", "Form B", "Form C"}
+    assert found["structure_ok"], found["checks"]
