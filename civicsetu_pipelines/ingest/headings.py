@@ -69,6 +69,9 @@ _DANGLING = re.compile(r"\b(?:the|of|and|or|to|for|in|by|with|a|an|under|from|on
 _SUB_MARKER = re.compile(r"\(\s*(?:\d{1,3}|[a-zA-Z]{1,2}|[ivxlc]{1,6})\s*\)")
 # A row that starts an item: "(1)", "(a)", "(A)", "i.", "a)": never part of a title.
 _ITEM_START = re.compile(r"^(?:\(\s*\w{1,4}\s*\)|[ivxlc]{1,5}\.|[a-zA-Z]\))\s")
+# Rules, bullets and OCR specks before a heading's number ("| 4.", "- | 2-(1)", "• 3."), and
+# the bracket of an amended unit with its footnote number ("1[16. Undue influence ...").
+_LEADING_JUNK = re.compile(r"^[\s\-|•*·_~=»«]*(?:\d{1,2}\s*)?\[\s*(?=\d)|^[\s\-|•*·_~=»«]+(?=\d)")
 WRAPPED_SHARE = 0.85  # a row this close to the page's full line length runs on to the next
 
 
@@ -95,6 +98,7 @@ class Heading:
     consumed: int  # rows the heading takes (number, title rows)
     score: float
     flags: list[str] = field(default_factory=list)
+    style: str = ""  # how the number is written: "N.", "N)", "N-(", "Rule N", "N" (alone) ...
 
     @property
     def number(self) -> str:
@@ -155,6 +159,27 @@ def is_toc_row(text: str) -> bool:
     return bool(_TOC_LEADER.search(text))
 
 
+_CONTENTS = re.compile(
+    r"^(?:ARRANGEMENT\s+OF\s+(?:SECTIONS|RULES|REGULATIONS|CLAUSES|PARAGRAPHS)"
+    r"|(?:TABLE\s+OF\s+)?CONTENTS|INDEX)\.?$",
+    re.I,
+)
+_FIRST = re.compile(r"^(?:(?i:rule|regulation|section)\s+)?1\s*[.)]")
+
+
+def contents_rows(rows: Sequence[Row]) -> set[int]:
+    """The rows of a table of contents that lists the units without dotted leaders
+    ("ARRANGEMENT OF SECTIONS" then "1. Short title." "2. ..."): from its heading to the row
+    where the numbering starts over ("1." again, the first unit itself)."""
+    for c, row in enumerate(rows):
+        if not _CONTENTS.match(row.text.strip()):
+            continue
+        firsts = [i for i in range(c + 1, len(rows)) if _FIRST.match(rows[i].text.strip())]
+        if len(firsts) >= 2:
+            return set(range(c, firsts[1]))
+    return set()
+
+
 def appendix_at(rows: Sequence[Row], i: int) -> Appendix | None:
     """The appendix heading at row ``i``, if it is one; an unnamed appendix is "[See rule 3]"
     above its title in capitals (kind ``""``, the title-cased title for its label)."""
@@ -181,6 +206,8 @@ def _is_appendix(match: re.Match[str]) -> bool:
     """A heading row of a form, annexure or schedule, not a mention of one in prose."""
     kind = match.group("kind")
     rest = match.group("rest").strip()
+    if not kind.isupper() and re.search(r"[.:;,]\s*$", match.group(0)) and not rest:
+        return False  # "... in" / "Form D:" at a line start is a wrapped sentence, not a heading
     if not rest or re.match(r"^\[\s*See\b", rest, re.I):
         return True
     if not kind.isupper():
@@ -190,15 +217,12 @@ def _is_appendix(match: re.Match[str]) -> bool:
 
 
 def body_edges(rows: Sequence[Row]) -> dict[int, float]:
-    """Per page, the left edge of the body text (the 10th percentile of row starts)."""
+    """Per page, where most body rows start (the median of row starts): a heading indented well
+    beyond it is a quotation or a list item; a margin column on the left does not move it."""
     by_page: dict[int, list[float]] = {}
     for row in rows:
         by_page.setdefault(row.page, []).append(row.x0)
-    edges = {}
-    for page, xs in by_page.items():
-        xs.sort()
-        edges[page] = xs[len(xs) // 10]
-    return edges
+    return {page: sorted(xs)[len(xs) // 2] for page, xs in by_page.items()}
 
 
 def line_lengths(rows: Sequence[Row]) -> dict[int, float]:
@@ -228,7 +252,7 @@ def numbered_heading(
     """
     row = rows[i]
     text = row.text
-    match = _NUMBERED.match(text)
+    match = _NUMBERED.match(_LEADING_JUNK.sub("", text))
     if not match:
         return None
     number = int(match.group("num"))
@@ -246,6 +270,7 @@ def numbered_heading(
     flags: list[str] = []
     offset_in_row = len(text) - len(rest)
     position = Position(number, suffix)
+    style = f"{(word or '').lower()} N{punct or ''}".strip()
     if word:
         score += 0.5
     if row.bold:
@@ -254,9 +279,9 @@ def numbered_heading(
         score -= 0.7  # an indented number: a list item or a quotation, seldom a heading
     if margin_title is not None:
         return Heading(i, position, margin_title, row.start + offset_in_row, 1,
-                       score + 1.5, flags)  # fmt: skip
+                       score + 1.5, flags, style)  # fmt: skip
     if paragraphs:  # a judgment's or order's paragraphs have numbers, not titles
-        return Heading(i, position, "", row.start + offset_in_row, 1, score, flags)
+        return Heading(i, position, "", row.start + offset_in_row, 1, score, flags, style)
     title, body_start, consumed, terminated = _title_after(rows, i, rest, offset_in_row,
                                                            wrap_chars)  # fmt: skip
     problem = title_problem(title) if title else "no title"
@@ -269,7 +294,7 @@ def numbered_heading(
         flags.append("untitled")
         if MARKER.match(rest):
             score += 0.5  # "3. (1) The promoter shall ..."
-    return Heading(i, position, clean_title(title), body_start, consumed, score, flags)
+    return Heading(i, position, clean_title(title), body_start, consumed, score, flags, style)
 
 
 def _title_after(

@@ -23,7 +23,12 @@ DETECT_PAGES = 4  # the kind is read from the first pages
 # names its kind ("... Rules, 2016", "... Regulations, 2019"); judgments name courts and parties.
 _SIGNALS: dict[str, tuple[tuple[str, float], ...]] = {
     "faq": ((r"FREQUENTLY\s+ASKED\s+QUESTIONS|\bFAQS?\b", 3.0),),
-    "act": ((r"BE\s+IT\s+ENACTED", 3.0), (r"\bAN\s+ACT\s+TO\b", 2.0)),
+    "act": (
+        (r"BE\s+IT\s+ENACTED|IT\s+IS\s+HEREBY\s+ENACTED", 3.0),
+        (r"\bAN\s+ACT\s+TO\b", 2.0),
+        (r"ARRANGEMENT\s+OF\s+SECTIONS", 3.0),
+        (r"\bACT\s+NO\.?\s+\d+\s+OF\s+\d{4}", 2.0),
+    ),
     "regulations": (
         (r"\bREGULATIONS,?\s+(?:19|20)\d\d", 2.5),
         (r"MAKES?\s+THE\s+FOLLOWING\s+REGULATIONS", 2.0),

@@ -30,6 +30,7 @@ from civicsetu_pipelines.ingest.headings import (
     Heading,
     appendix_at,
     body_edges,
+    contents_rows,
     is_chapter,
     is_toc_row,
     line_lengths,
@@ -202,7 +203,7 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
     unit_kind, unit_word = UNIT_WORD.get(doc_type, ("rule", "Rule"))
     rows = stream.rows
     paragraphs = unit_kind == "paragraph"
-    toc = {i for i, row in enumerate(rows) if is_toc_row(row.text)}
+    toc = {i for i, row in enumerate(rows) if is_toc_row(row.text)} | contents_rows(rows)
     edges = body_edges(rows)
     wraps = line_lengths(rows)
     headings: list[Heading] = []
@@ -244,6 +245,7 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
         barriers=barriers,
         may_cross=[h.score >= CREDIBLE_SCORE and "bodyless" not in h.flags for h in headings],
         start_before=fences[0] if fences else None,
+        styles=[h.style for h in headings],
     )
     chosen = [headings[k] for k in picked]
     units: list[Unit] = []

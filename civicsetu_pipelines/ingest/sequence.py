@@ -30,6 +30,7 @@ GAP_COST = 1.5  # per number the chain skips
 SUFFIX_COST = 1.0  # a chain that starts at, or jumps to, an inserted number ("3A" after "1")
 BARRIER_COST = 2.5  # per strong appendix heading the chain continues past
 MAX_JUMP = 30  # numbers a chain may skip at once
+STYLE_COST = 0.5  # a chain that changes heading style ("9." then "Rule 10")
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,7 @@ def decode(
     *,
     may_cross: Sequence[bool] | None = None,
     start_before: int | None = None,
+    styles: Sequence[str] | None = None,
 ) -> list[int]:
     """Indexes of the best chain among candidates given in document order.
 
@@ -86,7 +88,8 @@ def decode(
     (a real heading, not a bare list item) can be reached across a barrier, and only when the
     appendix they sit in has not restarted its own numbering below the chain's; no chain starts
     at or after ``start_before`` (the first appendix heading that follows a credible heading:
-    the body comes before the forms).
+    the body comes before the forms). ``styles`` name each candidate's heading style ("9.",
+    "Rule 9", "9)"): a document keeps its style, so a change of style costs :data:`STYLE_COST`.
     """
     barrier_list = sorted(barriers)
 
@@ -106,8 +109,9 @@ def decode(
     # For each position, the best (value + BARRIER_COST * barriers before it, index) so far: the
     # barrier term makes the cost of the barriers between two candidates a difference of two
     # prefix counts, so each predecessor position needs only its best candidate.
-    by_position: dict[Position, tuple[float, int]] = {}
-    by_number: dict[int, list[Position]] = {}
+    style_of = list(styles) if styles is not None else [""] * len(positions)
+    by_position: dict[tuple[Position, str], tuple[float, int]] = {}
+    by_number: dict[int, list[tuple[Position, str]]] = {}
     for i, (position, score, offset) in enumerate(zip(positions, scores, offsets, strict=True)):
         here = crossed(offset)
         crossing = True if may_cross is None else may_cross[i]
@@ -118,11 +122,14 @@ def decode(
         if start_before is not None and offset >= start_before:
             value = -math.inf
         for number in range(max(1, position.number - MAX_JUMP), position.number + 1):
-            for previous in by_number.get(number, ()):
+            for key in by_number.get(number, ()):
+                previous, style = key
                 cost = transition_cost(previous, position)
                 if cost is None:
                     continue
-                stored, j = by_position[previous]
+                if style != style_of[i]:
+                    cost += STYLE_COST
+                stored, j = by_position[key]
                 if crossed(offsets[j]) < here and (not crossing or floors[i] <= previous.number):
                     continue
                 candidate = stored - BARRIER_COST * here + score - cost
@@ -131,10 +138,11 @@ def decode(
         best.append(value)
         back.append(parent)
         keyed = value + BARRIER_COST * here
-        if position not in by_position:
-            by_number.setdefault(position.number, []).append(position)
-        if position not in by_position or keyed > by_position[position][0]:
-            by_position[position] = (keyed, i)
+        key = (position, style_of[i])
+        if key not in by_position:
+            by_number.setdefault(position.number, []).append(key)
+        if key not in by_position or keyed > by_position[key][0]:
+            by_position[key] = (keyed, i)
     if not best:
         return []
     end = max(range(len(best)), key=lambda k: (best[k], -k))

@@ -260,3 +260,48 @@ def test_inspect_maharashtra_regulations_from_the_corpus(corpus_dir: Path) -> No
     assert numbered[0]["first_page"] == 3  # not the contents on page 2
     assert {u["label"] for u in found["units"]} >= {"Form A", "Form B", "Form C"}
     assert found["structure_ok"], found["checks"]
+
+
+def test_a_contents_list_without_leaders_is_not_the_units(tmp_path: Path) -> None:
+    """India Code prints "ARRANGEMENT OF SECTIONS" (1. Short title. 2. ...), then the Act."""
+    contents: list[PageItem] = ["ARRANGEMENT OF SECTIONS", "SECTIONS"]
+    contents += [f"{n}. Section {n} heading." for n in range(1, 7)]
+    contents += ["THE SCHEDULE.—[Repealed.]"]
+    body: list[PageItem] = ["THE TEST ACT, 2020", "BE IT ENACTED by Parliament as follows:—"]
+    body += [f"{n}. Section {n} heading.—{FILLER}" for n in range(1, 7)]
+    chunks, report = pdf_chunks(tmp_path, [contents, body], doc_type="act")
+    assert report.numbered == [str(n) for n in range(1, 7)]
+    assert all(c.page_start == 2 for c in top_level(chunks)[1:])  # the Act, not its contents
+    assert report.structure_ok, report.checks
+
+
+def test_amended_heading_with_its_footnote_bracket(tmp_path: Path) -> None:
+    rows: list[PageItem] = [
+        f"1. Short title.—{FILLER}",
+        f"1[2. Substituted section.—{FILLER}",
+        f"3. Application.—{FILLER}",
+    ]
+    chunks, report = pdf_chunks(tmp_path, [rows], doc_type="act")
+    assert report.numbered == ["1", "2", "3"]
+    assert by_label(chunks)["Section 2"].title == "Substituted section"
+
+
+def test_invisible_text_is_not_read(tmp_path: Path) -> None:
+    """A white "5" left in the text layer before the printed "5)" must not read "55)"."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 72.0
+    for n in range(1, 4):
+        page.insert_text((60, y), str(n), fontsize=10, color=(1, 1, 1))  # invisible
+        page.insert_text((66, y), f"{n}) Heading number {n}", fontsize=11)
+        page.insert_text((80, y + 16), "i. " + FILLER[:80], fontsize=11)
+        y += 60
+    path = tmp_path / "white.pdf"
+    doc.save(path)
+    found = inspect_pdf(path, kind="regulations")
+    numbered = [u["number"] for u in found["units"] if u["label"].startswith("Regulation")]
+    assert numbered == ["1", "2", "3"]
+    titles = {u["label"]: u["title"] for u in found["units"]}
+    assert titles["Regulation 1"] == "Heading number 1"
