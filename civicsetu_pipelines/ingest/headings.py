@@ -241,12 +241,15 @@ def numbered_heading(
     margin_title: str | None,
     edge: float,
     wrap_chars: float = 1e9,
+    margin_first: bool = True,
 ) -> Heading | None:
     """The numbered heading row ``i`` could be, with its title and score, or ``None``.
 
     ``paragraphs``: the units are numbered paragraphs (orders, judgments) whose headings carry
     no titles, so a title is no evidence (a quoted section's title must not outrank the
-    paragraph around it). ``margin_title``: the margin note level with the row (Acts).
+    paragraph around it). ``margin_title``: the margin note level with the row; with
+    ``margin_first`` (the Gazette print of an Act) it is the title, else only when the heading
+    has no title of its own.
     ``edge``: the page's body edge (x); ``wrap_chars``: the length of a full line on the page
     (a heading line that long runs on: body, not a title).
     """
@@ -277,7 +280,7 @@ def numbered_heading(
         score += 0.3
     if row.x0 - edge > INDENT_POINTS:
         score -= 0.7  # an indented number: a list item or a quotation, seldom a heading
-    if margin_title is not None:
+    if margin_title is not None and margin_first:
         return Heading(i, position, margin_title, row.start + offset_in_row, 1,
                        score + 1.5, flags, style)  # fmt: skip
     if paragraphs:  # a judgment's or order's paragraphs have numbers, not titles
@@ -287,6 +290,9 @@ def numbered_heading(
     problem = title_problem(title) if title else "no title"
     if title and problem is None:
         score += 1.0 if terminated or consumed > 1 or not rest else 0.6
+    elif margin_title is not None:  # no title inline: the margin note beside the number
+        return Heading(i, position, margin_title, row.start + offset_in_row, 1,
+                       score + 1.5, flags, style)  # fmt: skip
     else:
         if title:  # a sentence taken for a title: the unit is untitled and starts there
             body_start, consumed = row.start + offset_in_row, 1

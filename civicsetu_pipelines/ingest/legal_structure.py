@@ -228,8 +228,9 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
         if doc_type == "faq":
             heading = question_heading(rows, i)
         else:
-            margin = _margin_title(stream, row) if doc_type == "act" else None
-            heading = numbered_heading(rows, i, paragraphs=paragraphs, margin_title=margin,
+            heading = numbered_heading(rows, i, paragraphs=paragraphs,
+                                       margin_title=_margin_title(stream, row),
+                                       margin_first=doc_type == "act",
                                        edge=edges.get(row.page, 0.0),
                                        wrap_chars=wraps.get(row.page, 1e9))  # fmt: skip
         if heading is not None:

@@ -19,7 +19,7 @@ LABEL_PATTERN = (
     r"(?:\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))*(?:-\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))?"
     r"|(?:Form|Annexure|Schedule|Appendix)(?: [A-Z0-9]{1,4})?(?: \[\d+\])?"
     r"|[A-Z][A-Za-z ]{2,60}"
-    r"|Preamble|Order|Page \d+ \(unassigned\))(?: \(part \d+\))?$"
+    r"|Preamble|Order|Page \d+(?: \(unassigned\))?)(?: \(part \d+\))?$"
 )
 
 

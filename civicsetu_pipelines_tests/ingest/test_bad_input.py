@@ -395,3 +395,33 @@ def test_scanned_document_is_ocrd_or_flagged(ingest_env: Any, corpus_dir: Path) 
         assert flags == ["needs_ocr"] and pages["method"].iloc[0] == "none"
         assert not need_ocr.passed
         assert structure["needs_ocr_pages"] == 1
+
+
+def test_a_broken_structure_fails_loudly_and_is_kept_page_by_page(
+    ingest_env: Any, pg_url: str
+) -> None:
+    """A document whose numbering breaks (sections 6 and 7 never found) fails the
+    structure_sound check naming it and the place, and is served page by page, never as
+    units the parser cannot vouch for (issue 13)."""
+    env = ingest_env
+    env.seed()
+    env.use_database(pg_url)
+    items: list[Any] = [Para("THE TEST REAL ESTATE ACT, 2016", bold=True), Heading("CHAPTER I")]
+    for n in (1, 2, 3, 4, 5, 8, 9, 10, 11, 12):
+        items.append(Section(str(n), f"Heading of section {n}.", [f"(1) {BODY}", f"(2) {BODY}"]))
+    write_pdf(env.mirror / _mirror_name(SEED_KEY), gazette_pages(items))
+
+    result = env.run("CENTRAL")
+    assert result.success
+    sound = _check(env, result, "document_structure", "structure_sound")
+    assert not sound.passed
+    failing = sound.metadata["documents"].value
+    assert list(failing) == [SEED_KEY]
+    assert "sequence" in failing[SEED_KEY][0] and "Section 8" in failing[SEED_KEY][0]
+    assert SEED_KEY in (sound.description or "")
+    chunks = env.frame("section_chunks", "CENTRAL")
+    seed = chunks[chunks["document_key"] == SEED_KEY]
+    assert set(seed["unit"]) == {"page"} and len(seed) >= 2
+    assert all("structure_failed" in json.loads(f) for f in seed["flags"])
+    structure = env.frame("document_structure", "CENTRAL").set_index("document_key")
+    assert not structure.loc[SEED_KEY, "structure_ok"]
