@@ -43,7 +43,7 @@ _CHAPTER = re.compile(r"^CHAPTER\s+([IVXLC]+[A-Z]?|\d+[A-Z]?)\b\.?\s*[-—:]?\s*
 _NUMBERED = re.compile(
     r"^(?:(?P<word>(?i:rule|regulation|section|paragraph|para))\s+)?"
     r"(?P<num>\d{1,3})(?:\s?[-–]\s?(?P<s1>[A-Z]{1,2})\b|(?P<s2>[A-Z]{1,2})(?![A-Za-z]))?"
-    r"(?:\s*(?P<punct>[.)]|[-–—](?=\s*\())|(?=\s)|$)\s*(?P<rest>.*)$"
+    r"(?:\s*(?P<punct>[.)]|[-–—](?=\s*\(|\s|$))|(?=\s)|$)\s*(?P<rest>.*)$"
 )
 _APPENDIX = re.compile(
     r"^(?P<kind>FORM|Form|ANNEXURE|Annexure|ANNEXURE|APPENDIX|Appendix|SCHEDULE|Schedule"

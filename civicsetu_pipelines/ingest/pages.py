@@ -251,8 +251,11 @@ def _split_margin(lines: list[_Line], width: float) -> tuple[list[_Line], list[_
     return body, margin
 
 
-def _margin_notes(margin_lines: list[_Line], width: float) -> list[MarginNote]:
-    """Group margin lines into notes: consecutive lines on one side of the page."""
+def _margin_notes(
+    margin_lines: list[_Line], width: float, *, relative_gap: bool = False
+) -> list[MarginNote]:
+    """Group margin lines into notes: consecutive lines on one side of the page (no more than
+    4 pt apart; with ``relative_gap``, no more than a line's height)."""
     sides: dict[str, list[_Line]] = {"left": [], "right": []}
     for ln in margin_lines:
         sides["left" if ln.x1 < width / 2 else "right"].append(ln)
@@ -260,7 +263,8 @@ def _margin_notes(margin_lines: list[_Line], width: float) -> list[MarginNote]:
     for side, side_lines in sides.items():
         group: list[_Line] = []
         for ln in sorted(side_lines, key=lambda item: item.y0):
-            if group and ln.y0 - group[-1].y1 > 4:
+            gap = max(4.0, ln.y1 - ln.y0) if relative_gap else 4.0
+            if group and ln.y0 - group[-1].y1 > gap:
                 notes.append(_make_note(group, side))
                 group = []
             group.append(ln)
@@ -340,13 +344,18 @@ class _RawPage:
 
     def rows(self, use_margins: bool) -> list[Row]:
         if self.fixed_rows is not None:
-            return self.fixed_rows
+            if use_margins or not self.margin_lines:
+                return self.fixed_rows
+            # an OCR'd margin column that is not the document's layout stays body text
+            return sorted([*self.fixed_rows, *_rows(self.margin_lines)],
+                          key=lambda r: (r.y0, r.x0))  # fmt: skip
         return _rows(self.body_lines if use_margins else self.body_lines + self.margin_lines)
 
     def notes(self, use_margins: bool) -> list[MarginNote]:
-        if self.fixed_rows is not None or not use_margins:
+        if not use_margins or (self.fixed_rows is not None and self.method != "ocr"):
             return []
-        return _margin_notes(self.margin_lines, self.width)
+        # OCR'd lines keep the scan's line spacing: a note's lines are a line height apart
+        return _margin_notes(self.margin_lines, self.width, relative_gap=self.method == "ocr")
 
 
 def _pdfplumber_rows(path: Path, index: int) -> list[Row]:
@@ -413,7 +422,10 @@ def _extract_page(
             result.flags.append("fallback")
         elif ocr and tesseract_available():
             read, result.confidence = ocr_lines(page, language)
-            result.fixed_rows = [Row(*line) for line in read]
+            result.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read
+                                 if not ln.margin]  # fmt: skip
+            result.margin_lines = [_Line(ln.text, ln.x0, ln.y0, ln.x1, ln.y1, False)
+                                   for ln in read if ln.margin]  # fmt: skip
             result.method = "ocr"
             result.flags.append("ocr")
         else:

@@ -305,3 +305,39 @@ def test_invisible_text_is_not_read(tmp_path: Path) -> None:
     assert numbered == ["1", "2", "3"]
     titles = {u["label"]: u["title"] for u in found["units"]}
     assert titles["Regulation 1"] == "Heading number 1"
+
+
+def test_ocr_lines_split_at_the_margin_gutter() -> None:
+    """A scanned page with titles in a left margin column: OCR merges "Information and" with
+    "3-(1) The promoter ..."; the gutter (the strip no word crosses) separates them."""
+    from civicsetu_pipelines.ingest.ocr import _gutter, _split_at_gaps
+
+    words = []
+    for line in range(30):
+        y = 100.0 + 14 * line
+        if line % 5 == 0:
+            words += [(30.0, y, 70.0, y + 10, "Margin"), (72.0, y, 110.0, y + 10, "title")]
+        words += [(160.0 + 40 * k, y, 195.0 + 40 * k, y + 10, "body") for k in range(8)]
+    gutter = _gutter(words, 612.0)
+    assert gutter is not None and 110 < gutter < 160
+    merged = [
+        (30.0, 100.0, 70.0, 110.0, "Information"),
+        (72.0, 100.0, 100.0, 110.0, "and"),
+        (118.0, 100.0, 150.0, 110.0, "3-(1)"),
+        (160.0, 100.0, 200.0, 110.0, "The"),
+    ]
+    parts = _split_at_gaps(merged, 112.0)
+    assert [[w[4] for w in part] for part in parts] == [["Information", "and"], ["3-(1)", "The"]]
+    assert _gutter(words[:20], 612.0) is None  # too few words to speak of columns
+
+
+def test_number_dash_headings_with_or_without_sub_rules(tmp_path: Path) -> None:
+    """The UP style: "3-(1) The promoter ..." and "15- The Authority ..."."""
+    rows: list[PageItem] = [
+        f"1-(1) These rules may be called the Test Rules. {FILLER}",
+        f"2- In these rules the Act means the Real Estate Act. {FILLER}",
+        f"3-(1) The promoter shall furnish the documents. {FILLER}",
+        f"(2) {FILLER}",
+    ]
+    _chunks, report = pdf_chunks(tmp_path, _rules(rows))
+    assert report.numbered == ["1", "2", "3"]
