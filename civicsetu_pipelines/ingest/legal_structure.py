@@ -2,16 +2,17 @@
 
 Pure domain code (no Dagster). Every number, label and title comes from the parsed text:
 
-* Acts: ``CHAPTER`` headings, sections ``N.`` / ``NA.`` whose titles are the margin notes beside
-  them (the Gazette print), or the inline ``N. Title.—`` form.
-* Rules and regulations: ``N. Title.-`` / ``N. Title.—`` / title on the next row / ``Rule N``.
-* FAQs: numbered question/answer pairs. Orders: numbered paragraphs, else the whole order.
-* Forms, schedules and annexures are units of their own; once the appendix begins, numbered
-  rows inside it are never taken for rules.
+* Candidates: every row that could open a unit, with its evidence
+  (:mod:`~civicsetu_pipelines.ingest.headings`: ``N.``, ``N)``, ``N-(1)``, ``Rule N``, a number
+  alone with its title below, margin-note titles, FAQ questions, chapters, appendices).
+* Units: the best sequence through the candidates (:mod:`~civicsetu_pipelines.ingest.sequence`),
+  so a year such as ``2016.``, a cross-reference, a list inside a unit or a form's own items are
+  never taken for a section; forms, schedules and annexures begin where the numbered body ends.
+* Checks: :mod:`~civicsetu_pipelines.ingest.structure_checks`; a document whose structure fails
+  them is kept page by page.
 
-Numbers must run in sequence (``N`` follows ``N-1``, ``NA`` follows ``N``), which is what keeps a
-year such as ``2016.`` or a cross-reference from being taken for a section. Long units are split
-along their own numbering (``(1)``, ``(a)``, ``(i)``) with the markers kept in the text.
+Long units are split along their own numbering (``(1)``, ``(a)``, ``(i)``) with the markers kept
+in the text.
 """
 
 from __future__ import annotations
