@@ -196,12 +196,29 @@ class _Line:
 INVISIBLE = 0xFFFFFF  # white text on the white page: in the text layer, not printed
 
 
+def _footnote_mark(span: dict[str, Any], nxt: dict[str, Any]) -> bool:
+    """A small raised number (or asterisk) right before a number: a footnote reference."""
+    return (
+        bool(re.fullmatch(r"\s*[\d*]{1,3}\s*", span["text"]))
+        and nxt["text"][:1].isdigit()
+        and span["size"] <= SUPERSCRIPT_SIZE * nxt["size"]
+        and nxt["origin"][1] - span["origin"][1] >= 1.0
+    )
+
+
+SUPERSCRIPT_SIZE = 0.75  # a span this much smaller than the next, and raised, is a superscript
+
+
 def _page_lines(page: pymupdf.Page) -> list[_Line]:
     out: list[_Line] = []
     data = page.get_text("dict")
     for block in data["blocks"]:
         for line in block.get("lines", []):
             spans = [s for s in line["spans"] if s.get("color") != INVISIBLE]
+            if len(spans) >= 2 and _footnote_mark(spans[0], spans[1]):
+                # "¹151. Care to be taken ..." (India Code): the raised footnote number before a
+                # section number is a reference mark, not part of the number.
+                spans = spans[1:]
             if len(spans) < len(line["spans"]):
                 # Invisible spans (word processors leave white list numbers behind: a white "5"
                 # before the printed "5)" reads "55)") are not part of what the page says.

@@ -341,3 +341,26 @@ def test_number_dash_headings_with_or_without_sub_rules(tmp_path: Path) -> None:
     ]
     _chunks, report = pdf_chunks(tmp_path, _rules(rows))
     assert report.numbered == ["1", "2", "3"]
+
+
+def test_a_raised_footnote_number_is_not_part_of_the_section_number(tmp_path: Path) -> None:
+    """India Code prints "¹151. Care to be taken ..." (a footnote reference before an amended
+    section): read as "1151." it broke the sequence."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    y = 90.0
+    for n in (1, 2, 3, 4):
+        x = 72.0
+        if n == 3:  # without the fix: "13."
+            page.insert_text((x, y - 4), "1", fontsize=7)  # raised, small
+            x += 4
+        page.insert_text((x, y), f"{n}. Heading of section {n}.—The bailee shall act.", fontsize=11)
+        page.insert_text((72, y + 16), FILLER[:90], fontsize=11)
+        y += 60
+    path = tmp_path / "footnote.pdf"
+    doc.save(path)
+    found = inspect_pdf(path, kind="act")
+    numbered = [u["number"] for u in found["units"] if u["number"]]
+    assert numbered == ["1", "2", "3", "4"]
