@@ -37,6 +37,7 @@ UNIT_WORD = {
 }
 MAX_TITLE_CHARS = 200  # the longest printed titles seen run to ~180 characters, 28 words
 MAX_TITLE_WORDS = 32
+CREDIBLE_SCORE = 1.5  # a heading's score with some evidence beyond its number
 INDENT_POINTS = 40.0  # a heading indented this much beyond the page's body edge is suspect
 
 _CHAPTER = re.compile(r"^CHAPTER\s+([IVXLC]+[A-Z]?|\d+[A-Z]?)\b\.?\s*[-—:]?\s*(.*)$", re.I)

@@ -25,6 +25,7 @@ from typing import Any
 
 from civicsetu_pipelines.base import canonicalize
 from civicsetu_pipelines.ingest.headings import (
+    CREDIBLE_SCORE,
     MARKER,
     UNIT_WORD,
     Appendix,
@@ -46,7 +47,6 @@ NAMESPACE = uuid.UUID("5b0d6a43-7f4e-4bb1-9a4e-2f1c0c1e9a11")
 MAX_CHARS = 2400
 MIN_CHARS = 160
 BODYLESS_PENALTY = 1.0  # a heading with no body before the next heading (a list item)
-CREDIBLE_SCORE = 1.5  # a heading's score with some evidence beyond its number
 
 
 _ROMAN = re.compile(r"^[ivxlc]+$")

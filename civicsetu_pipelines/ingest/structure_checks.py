@@ -23,7 +23,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from civicsetu_pipelines.ingest.headings import MARKER, UNIT_WORD, title_problem
+from civicsetu_pipelines.ingest.headings import CREDIBLE_SCORE, MARKER, UNIT_WORD, title_problem
 from civicsetu_pipelines.ingest.sequence import Position, transition_cost
 
 if TYPE_CHECKING:  # the structure being checked (legal_structure runs these checks)
@@ -36,7 +36,6 @@ MIN_NUMBERED_SHARE = 0.35  # a long notification preamble before three short rul
 OUTLIER_FACTOR = 8.0
 OUTLIER_MIN_CHARS = 12_000
 MARKER_ROWS_PER_CHARS = 2_500  # a long unit with a marker row per this many characters is explained
-CREDIBLE = 1.5
 
 _CITED = re.compile(
     r"\b(?:rules?|regulations?)\s+(\d{1,3})([A-Z]?)\b(?!\s+of\s+the\s+\w+\s+Act)", re.I
@@ -121,7 +120,7 @@ def _swallowed(stream: Stream, decoded: Decoded) -> StructureCheck:
     numbered = [u for u in units if u.unit != "form"]
     last = _position(numbered[-1]) if numbered else None
     for heading in decoded.headings:
-        if heading.row in chosen or heading.score < CREDIBLE or "bodyless" in heading.flags:
+        if heading.row in chosen or heading.score < CREDIBLE_SCORE or "bodyless" in heading.flags:
             continue
         offset = stream.rows[heading.row].start
         holder = next((u for u in units if u.start <= offset < u.end), None)
