@@ -52,6 +52,7 @@ from civicsetu_pipelines.store import (
     ModelWorker,
     apply_migrations,
     connect,
+    embedding_config_from_env,
     resolve_database_url,
 )
 
@@ -243,13 +244,13 @@ def warm_up_embedder() -> None:
 
 def embedding_resource_from_env() -> EmbeddingResource:
     """The embedder resource with the environment's values resolved (for use outside a run)."""
-    settings = Settings.from_env()
+    config = embedding_config_from_env()
     return EmbeddingResource(
-        model=env_value(ENV_EMBED_MODEL, PACKAGED_MODEL),
-        dimension=int(env_value(ENV_EMBED_DIMENSION, "384")),
-        document_prefix=env_value(ENV_EMBED_DOCUMENT_PREFIX, ""),
-        query_prefix=env_value(ENV_EMBED_QUERY_PREFIX, ""),
-        batch_size=int(env_value(ENV_EMBED_BATCH_SIZE, "32")),
-        device=env_value(ENV_EMBED_DEVICE, "cpu"),
-        state_dir=str(settings.state_dir),
+        model=config.model,
+        dimension=config.dimension,
+        document_prefix=config.document_prefix,
+        query_prefix=config.query_prefix,
+        batch_size=config.batch_size,
+        device=config.device,
+        state_dir=str(Settings.from_env().state_dir),
     )
