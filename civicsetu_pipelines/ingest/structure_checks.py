@@ -169,19 +169,18 @@ def _titles(numbered: list[Unit], doc_type: str) -> StructureCheck:
     )
 
 
+def _visible(text: str) -> int:
+    """Characters that are not whitespace (``str.split`` splits on exactly ``str.isspace``)."""
+    return sum(map(len, text.split()))
+
+
 def _numbered_share(
     stream: Stream, decoded: Decoded, doc_type: str, numbered: list[Unit]
 ) -> StructureCheck:
     if doc_type not in NUMBERED_KINDS:
         return StructureCheck("numbered_share", True, ERROR, f"not required of a {doc_type}")
-    body = stream.text[: decoded.body_end]
-    total = sum(1 for ch in body if not ch.isspace())
-    inside = sum(
-        1
-        for u in numbered
-        for ch in stream.text[u.start : min(u.end, decoded.body_end)]
-        if not ch.isspace()
-    )
+    total = _visible(stream.text[: decoded.body_end])
+    inside = sum(_visible(stream.text[u.start : min(u.end, decoded.body_end)]) for u in numbered)
     share = inside / total if total else 0.0
     return StructureCheck(
         "numbered_share",
