@@ -76,6 +76,9 @@ _LEADING_JUNK = re.compile(r"^[\s\-|•*·_~=»«]*(?:\d{1,2}\s*)?\[\s*(?=\d)|^[
 WRAPPED_SHARE = 0.85  # a row this close to the page's full line length runs on to the next
 
 
+MarginNotes = Mapping[int, Sequence[Mapping[str, Any]]]  # page -> its margin notes
+
+
 class Row(Protocol):
     """What the grammar needs of a row of body text."""
 
@@ -239,7 +242,7 @@ def numbered_heading(
     i: int,
     *,
     paragraphs: bool,
-    margin_title: str | None,
+    notes: MarginNotes,
     edge: float,
     wrap_chars: float = 1e9,
     margin_first: bool = True,
@@ -248,9 +251,9 @@ def numbered_heading(
 
     ``paragraphs``: the units are numbered paragraphs (orders, judgments) whose headings carry
     no titles, so a title is no evidence (a quoted section's title must not outrank the
-    paragraph around it). ``margin_title``: the margin note level with the row; with
-    ``margin_first`` (the Gazette print of an Act) it is the title, else only when the heading
-    has no title of its own.
+    paragraph around it). ``notes``: the document's margin notes by page; the title note level
+    with the row is, with ``margin_first`` (the Gazette print of an Act), the heading's title,
+    else its title only when it has none of its own.
     ``edge``: the page's body edge (x); ``wrap_chars``: the length of a full line on the page
     (a heading line that long runs on: body, not a title).
     """
@@ -281,6 +284,7 @@ def numbered_heading(
         score += 0.3
     if row.x0 - edge > INDENT_POINTS:
         score -= 0.7  # an indented number: a list item or a quotation, seldom a heading
+    margin_title = margin_title_for(notes, row)
     if margin_title is not None and margin_first:
         return Heading(i, position, margin_title, row.start + offset_in_row, 1,
                        score + 1.5, flags, style)  # fmt: skip
@@ -363,15 +367,13 @@ def question_heading(rows: Sequence[Row], i: int) -> Heading | None:
     return Heading(first, Position(int(number.group(1))), title, rows[j - 1].end, j - first, 2.0)
 
 
-def margin_title_for(
-    notes: Mapping[int, Sequence[Mapping[str, Any]]], row: Row
-) -> tuple[int, int] | None:
-    """The (page, index) of the title margin note level with ``row`` (within 14 pt)."""
-    best: tuple[float, int] | None = None
-    for index, note in enumerate(notes.get(row.page, [])):
+def margin_title_for(notes: MarginNotes, row: Row) -> str | None:
+    """The title margin note level with ``row`` (within 14 pt), if any."""
+    best: tuple[float, Mapping[str, Any]] | None = None
+    for note in notes.get(row.page, []):
         if note.get("kind") != "title":
             continue
         distance = abs(float(note["y0"]) - row.y0)
         if distance <= 14 and (best is None or distance < best[0]):
-            best = (distance, index)
-    return None if best is None else (row.page, best[1])
+            best = (distance, note)
+    return None if best is None else str(best[1]["text"]).rstrip(" .").strip()

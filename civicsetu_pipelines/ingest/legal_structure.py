@@ -36,7 +36,6 @@ from civicsetu_pipelines.ingest.headings import (
     is_chapter,
     is_toc_row,
     line_lengths,
-    margin_title_for,
     numbered_heading,
     question_heading,
 )
@@ -230,7 +229,7 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
             heading = question_heading(rows, i)
         else:
             heading = numbered_heading(rows, i, paragraphs=paragraphs,
-                                       margin_title=_margin_title(stream, row),
+                                       notes=stream.margin_notes,
                                        margin_first=doc_type == "act",
                                        edge=edges.get(row.page, 0.0),
                                        wrap_chars=wraps.get(row.page, 1e9))  # fmt: skip
@@ -307,14 +306,6 @@ def page_units(stream: Stream) -> list[Unit]:
         units.append(Unit("page", None, f"Page {page}", "", base, end, base, None,
                           ["structure_failed"]))  # fmt: skip
     return units
-
-
-def _margin_title(stream: Stream, row: StreamRow) -> str | None:
-    found = margin_title_for(stream.margin_notes, row)
-    if found is None:
-        return None
-    page, index = found
-    return str(stream.margin_notes[page][index]["text"]).rstrip(" .").strip()
 
 
 def _appendix_units(stream: Stream, appendices: Sequence[Appendix], after_row: int) -> list[Unit]:
