@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from civicsetu_pipelines.ingest.headings import UNIT_WORD
-from civicsetu_pipelines.ingest.legal_structure import build_chunks, build_stream, decode_units
+from civicsetu_pipelines.ingest.legal_structure import build_chunks, read_structure
 from civicsetu_pipelines.ingest.pages import parse_pdf
 
 KINDS = ("act", "rules", "regulations", "faq", "order", "notification", "circular", "judgment")
@@ -88,14 +88,13 @@ def inspect_pdf(
     reason = "given"
     if kind == "auto":
         kind, reason = detect_kind("\n".join(p["text"] for p in parsed[:DETECT_PAGES]))
-    stream = build_stream(parsed)
-    decoded = decode_units(stream, kind)
+    structure = read_structure(parsed, kind)
     _chunks, report = build_chunks(parsed, document_key=path.stem, jurisdiction="INSPECT",
-                                   doc_type=kind)  # fmt: skip
+                                   doc_type=kind, structure=structure)  # fmt: skip
     units = []
-    for unit in decoded.units:
-        first, _ = stream.locate(unit.start)
-        last, _ = stream.locate(max(unit.start, unit.end - 1))
+    for unit in structure.decoded.units:
+        first, _ = structure.stream.locate(unit.start)
+        last, _ = structure.stream.locate(max(unit.start, unit.end - 1))
         units.append({"label": unit.label, "number": unit.number, "title": unit.title,
                       "first_page": first, "last_page": last})  # fmt: skip
     return {

@@ -560,6 +560,23 @@ def _label(unit: Unit, piece: _Piece) -> str:
     return label
 
 
+@dataclass
+class Structure:
+    """A document's structure as read: its stream, decoded units (with the candidates) and the
+    outcome of every structure check."""
+
+    stream: Stream
+    decoded: Decoded
+    checks: list[StructureCheck]
+
+
+def read_structure(pages: Sequence[dict[str, Any]], doc_type: str) -> Structure:
+    """Decode the structure of one document's pages and check it."""
+    stream = build_stream(pages)
+    decoded = decode_units(stream, doc_type)
+    return Structure(stream, decoded, check_structure(stream, decoded, doc_type))
+
+
 def build_chunks(
     pages: Sequence[dict[str, Any]],
     *,
@@ -569,11 +586,12 @@ def build_chunks(
     max_chars: int = MAX_CHARS,
     min_chars: int = MIN_CHARS,
     page_flags: dict[int, list[str]] | None = None,
+    structure: Structure | None = None,
 ) -> tuple[list[Chunk], StructureReport]:
-    """Parse the structure of one document's pages and cut it into chunks."""
-    stream = build_stream(pages)
-    decoded = decode_units(stream, doc_type)
-    checks = check_structure(stream, decoded, doc_type)
+    """Parse the structure of one document's pages and cut it into chunks (``structure``: the
+    pages' :func:`read_structure`, when the caller has read it already)."""
+    structure = structure or read_structure(pages, doc_type)
+    stream, decoded, checks = structure.stream, structure.decoded, structure.checks
     units = decoded.units
     if failed(checks):
         # A structure that fails its own checks is not served as units: the document is kept
