@@ -176,17 +176,6 @@ def chunk_id(document_key: str, unit: str, legal_path: str) -> str:
     return str(uuid.uuid5(NAMESPACE, f"{document_key}|{unit}|{legal_path}"))
 
 
-def segment_units(stream: Stream, doc_type: str) -> list[Unit]:
-    """Find the top-level units of a document, in order, by its own grammar.
-
-    Every row that could open a unit is a candidate (:mod:`~civicsetu_pipelines.ingest.headings`);
-    the numbered body is the best sequence through them (:func:`~civicsetu_pipelines.ingest.
-    sequence.decode`); forms, annexures and schedules begin where that body ends; chapter
-    headings (outside a table of contents) attach to the first unit after them.
-    """
-    return decode_units(stream, doc_type).units
-
-
 @dataclass
 class Decoded:
     """The units of a document and the candidates they were decoded from (for the checks)."""
@@ -199,7 +188,14 @@ class Decoded:
 
 
 def decode_units(stream: Stream, doc_type: str) -> Decoded:
-    """:func:`segment_units` with the candidates kept."""
+    """Find the top-level units of a document, in order, by its own grammar.
+
+    Every row that could open a unit is a candidate (:mod:`~civicsetu_pipelines.ingest.headings`);
+    the numbered body is the best sequence through them (:func:`~civicsetu_pipelines.ingest.
+    sequence.decode`); forms, annexures and schedules begin where that body ends; chapter
+    headings (outside a table of contents) attach to the first unit after them. The candidates
+    are kept for the structure checks.
+    """
     unit_kind, unit_word = UNIT_WORD.get(doc_type, ("rule", "Rule"))
     rows = stream.rows
     paragraphs = unit_kind == "paragraph"
