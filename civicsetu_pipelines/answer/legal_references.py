@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from civicsetu_pipelines.answer.places import PlaceMention
 
 
-def _words(text: str) -> frozenset[str]:
+def word_set(text: str) -> frozenset[str]:
+    """The words of a whitespace-separated list (stop words and the like)."""
     return frozenset(text.split())
 
 
@@ -142,11 +143,11 @@ _RERA_NAME = re.compile(
     r"said|this|2016)\s*$",
     re.IGNORECASE,
 )
-_NAME_STOP = _words(
+_NAME_STOP = word_set(
     "the this that said these those a an its his her their for with by to per under context "
     "purpose purposes terms light"
 )
-_RERA_PREV = _words(
+_RERA_PREV = word_set(
     "the this said central rera principal parent main development development) 2016"
 )
 

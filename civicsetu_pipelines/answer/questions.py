@@ -32,6 +32,7 @@ from civicsetu_pipelines.answer.legal_references import (
     ExplicitReference,
     act_mentions,
     find_references,
+    word_set,
 )
 from civicsetu_pipelines.answer.places import (
     PLACE_BY_CODE,
@@ -72,10 +73,6 @@ class QuestionError(ValueError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.code, str(self)))
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
 
 
 def _preview(value: str) -> str:
@@ -397,7 +394,7 @@ _INJECTION = _any(
     r"\bno\s+longer\s+bound\b",
 )
 
-STOP_WORDS = _words(
+STOP_WORDS = word_set(
     """
     a about above after again against all also am an and any anyone anything are as at be
     because been before being below between both but by can cannot could did do does doing done
@@ -417,7 +414,7 @@ STOP_WORDS = _words(
     sub subsection subsections chapter chapters regulation regulations rera statute statutes
     """
 )
-GENERIC_TERMS = _words(
+GENERIC_TERMS = word_set(
     """
     rules rule law laws act acts everything anything something tell explain details detail
     information info help about overview summary general thing things stuff it this that all
