@@ -35,16 +35,21 @@ UNIT_WORD = {
     "notification": ("paragraph", "Paragraph"),
     "circular": ("paragraph", "Paragraph"),
 }
-MAX_TITLE_CHARS = 200  # the longest printed titles seen run to ~180 characters, 28 words
+# The longest printed titles seen: 203 characters, 30 words (UP rule 20, "Salary and allowances
+# payable ... engaged by the regulatory authority"); 28 words in the Act.
+MAX_TITLE_CHARS = 240
 MAX_TITLE_WORDS = 32
 CREDIBLE_SCORE = 1.5  # a heading's score with some evidence beyond its number
 INDENT_POINTS = 40.0  # a heading indented this much beyond the page's body edge is suspect
 
 _CHAPTER = re.compile(r"^CHAPTER\s+([IVXLC]+[A-Z]?|\d+[A-Z]?)\b\.?\s*[-—:]?\s*(.*)$", re.I)
+# A numbered heading: "9.", "9)", "9-(1)", "9-", "9-A.", "9A.", "Rule 9". A dash may also stand
+# before a sub-rule marker that OCR misread ("6-U)", "7-()"): a letter right before ")" is that
+# marker, never an inserted unit's suffix ("6-A." is one); or a speck ("35-. The ...").
 _NUMBERED = re.compile(
     r"^(?:(?P<word>(?i:rule|regulation|section|paragraph|para))\s+)?"
-    r"(?P<num>\d{1,3})(?:\s?[-–]\s?(?P<s1>[A-Z]{1,2})\b|(?P<s2>[A-Z]{1,2})(?![A-Za-z]))?"
-    r"(?:\s*(?P<punct>[.)]|[-–—](?=\s*\(|\s|$))|(?=\s)|$)\s*(?P<rest>.*)$"
+    r"(?P<num>\d{1,3})(?:\s?[-–]\s?(?P<s1>[A-Z]{1,2})\b(?!\))|(?P<s2>[A-Z]{1,2})(?![A-Za-z]))?"
+    r"(?:\s*(?P<punct>[.)]|[-–—][.,:;'’]?(?=\s*\(|\s|$|\S?\)))|(?=\s)|$)\s*(?P<rest>.*)$"
 )
 _APPENDIX = re.compile(
     r"^(?P<kind>FORM|Form|ANNEXURE|Annexure|ANNEXURE|APPENDIX|Appendix|SCHEDULE|Schedule"
@@ -70,9 +75,13 @@ _DANGLING = re.compile(r"\b(?:the|of|and|or|to|for|in|by|with|a|an|under|from|on
 _SUB_MARKER = re.compile(r"\(\s*(?:\d{1,3}|[a-zA-Z]{1,2}|[ivxlc]{1,6})\s*\)")
 # A row that starts an item: "(1)", "(a)", "(A)", "i.", "a)": never part of a title.
 _ITEM_START = re.compile(r"^(?:\(\s*\w{1,4}\s*\)|[ivxlc]{1,5}\.|[a-zA-Z]\))\s")
-# Rules, bullets and OCR specks before a heading's number ("| 4.", "- | 2-(1)", "• 3."), and
+# Rules, bullets and OCR specks before a heading's number ("| 4.", "- | 2-(1)", "• 3.",
+# '"" 29-(1)', ". 2-(1)"), and
 # the bracket of an amended unit with its footnote number ("1[16. Undue influence ...").
-_LEADING_JUNK = re.compile(r"^[\s\-|•*·_~=»«]*(?:\d{1,2}\s*)?\[\s*(?=\d)|^[\s\-|•*·_~=»«]+(?=\d)")
+_SPECKS = re.compile(r"^[\-|•*·_~=»«.,'\"“”‘’]+\s*(?=[A-Za-z\[])")  # "- FORM A": OCR specks
+_LEADING_JUNK = re.compile(
+    r"^[\s\-|•*·_~=»«]*(?:\d{1,2}\s*)?\[\s*(?=\d)|^[\s\-|•*·_~=»«.,'\"“”‘’]+(?=\d)"
+)
 WRAPPED_SHARE = 0.85  # a row this close to the page's full line length runs on to the next
 
 
@@ -124,7 +133,7 @@ def title_problem(title: str) -> str | None:
     """Why ``title`` is not a title (``None`` when it is one)."""
     words = title.split()
     if len(title) > MAX_TITLE_CHARS or len(words) > MAX_TITLE_WORDS:
-        return f"too long for a title ({len(words)} words)"
+        return f"too long for a title ({len(words)} words, {len(title)} characters)"
     if _SUB_MARKER.search(title):
         return "holds a sub-rule marker such as (1): body text"
     if _TWO_SENTENCES.search(title):
@@ -187,7 +196,7 @@ def contents_rows(rows: Sequence[Row]) -> set[int]:
 def appendix_at(rows: Sequence[Row], i: int) -> Appendix | None:
     """The appendix heading at row ``i``, if it is one; an unnamed appendix is "[See rule 3]"
     above its title in capitals (kind ``""``, the title-cased title for its label)."""
-    text = rows[i].text.strip()
+    text = _SPECKS.sub("", rows[i].text.strip())
     if SEE_RULE.match(text) and i + 1 < len(rows):
         below = rows[i + 1].text.strip()
         if below.isupper() and len(below) <= 90:
@@ -265,7 +274,8 @@ def numbered_heading(
     number = int(match.group("num"))
     suffix = match.group("s1") or match.group("s2") or ""
     word, punct, rest = match.group("word"), match.group("punct"), match.group("rest")
-    if number == 0 or (not word and not punct and rest):
+    margin_title = margin_title_for(notes, row)
+    if number == 0 or (not word and not punct and rest and not _titled_bare(rest, margin_title)):
         return None  # "9 of the Act" / "12 months" is prose: a heading has "9." or "9)"
     if suffix and not punct and not word:
         return None
@@ -284,7 +294,6 @@ def numbered_heading(
         score += 0.3
     if row.x0 - edge > INDENT_POINTS:
         score -= 0.7  # an indented number: a list item or a quotation, seldom a heading
-    margin_title = margin_title_for(notes, row)
     if margin_title is not None and margin_first:
         return Heading(i, position, margin_title, row.start + offset_in_row, 1,
                        score + 1.5, flags, style)  # fmt: skip
@@ -306,6 +315,12 @@ def numbered_heading(
         if MARKER.match(rest):
             score += 0.5  # "3. (1) The promoter shall ..."
     return Heading(i, position, clean_title(title), body_start, consumed, score, flags, style)
+
+
+def _titled_bare(rest: str, margin_title: str | None) -> bool:
+    """A bare number ("8 Upon the revocation ...", its dash lost to OCR) is a heading when a
+    margin title stands level with it and a sentence starts after it."""
+    return margin_title is not None and rest[0].isupper()
 
 
 def _title_after(

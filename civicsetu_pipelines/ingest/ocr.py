@@ -1,4 +1,5 @@
-"""Tesseract OCR of a page without a text layer: positioned lines and a mean confidence.
+"""Tesseract OCR of a page without a text layer: positioned lines, a mean confidence, and the
+text the reading lost.
 
 Pure domain code (no Dagster). The page is rendered at ``dpi`` with PyMuPDF and read by the
 ``tesseract`` command (Debian's ``tesseract-ocr`` with the document's language data); word boxes
@@ -8,14 +9,19 @@ come back in PDF points so OCR'd lines sit where a text layer's would.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 import pymupdf
+from scipy import ndimage
 
 from civicsetu_pipelines.base import canonicalize
 
@@ -23,8 +29,15 @@ COLUMN_GAP_HEIGHTS = 3.0  # a gap wider than three text heights between words se
 MIN_WORDS_FOR_COLUMNS = 40  # fewer words than this: no column layout to find
 MIN_GUTTER_POINTS = 6  # a gutter is at least this wide (PDF points)
 GUTTER_CROSSINGS = 2  # words (a long heading, a stamp) that may cross a gutter
-MIN_MARGIN_WORDS = 8  # a margin column holds at least this many words
+MIN_MARGIN_WORDS = 5  # a margin column holds at least this many words of notes
+# A word of a margin note ("Budget,", "audit.-"), not a rule number ("35-") or a sub-rule
+# marker ("(iii)"): a column of numbers and markers left of the body is part of the body.
+MAX_MARK_CHARS = 8  # "22-(1)", "(viii)", "15A-(2)"
+_NUMBER = re.compile(r"^\W?(?:\d{1,3}[A-Z]?\s?[-.)–]|\(\w{1,5}\))")  # "22-(1)", "23-", "(a)"
+_NOTE_WORD = re.compile(r"^[A-Za-z][a-z]+[.,:;'’\-—]*$")
 MAX_MARGIN_SHARE = 0.35  # and at most this share of the page's words
+DEFAULT_DPI = 300  # a page that is not one scanned image is rendered at this resolution
+MIN_DPI, MAX_DPI = 150, 400  # a scan's own resolution is used inside these bounds
 
 
 class OcrLine(NamedTuple):
@@ -43,57 +56,160 @@ def tesseract_available() -> bool:
     return shutil.which("tesseract") is not None
 
 
-def ocr_lines(page: pymupdf.Page, language: str, dpi: int = 300) -> tuple[list[OcrLine], float]:
-    """OCR one page with Tesseract: its lines (text and box in PDF points, top to bottom) and
-    the mean word confidence (0-100)."""
-    pix = page.get_pixmap(dpi=dpi)
-    scale = 72.0 / dpi
+def scan_dpi(page: pymupdf.Page) -> int:
+    """The resolution to OCR ``page`` at: the scan's own when the page is one image that covers
+    it (resampling a scan blurs small marks: at 300 dpi Tesseract drops the bare rule numbers
+    `12-` and `13-` that it reads at a 200 dpi scan's own resolution), else ``DEFAULT_DPI``."""
+    width = page.rect.width
+    images = page.get_images(full=True)
+    if len(images) != 1 or width <= 0:
+        return DEFAULT_DPI
+    xref, pixels = images[0][0], images[0][2]
+    boxes = page.get_image_rects(xref)
+    if not boxes or boxes[0].width < 0.9 * width:
+        return DEFAULT_DPI
+    dpi = round(pixels * 72.0 / boxes[0].width)
+    return min(MAX_DPI, max(MIN_DPI, dpi))
+
+
+class OcrPage(NamedTuple):
+    """A page as OCR read it: its lines, the mean word confidence (0-100), the ``layout`` whose
+    reading was kept, and ``unread``: regions of text-like ink that no word covers (text the
+    reading lost)."""
+
+    lines: list[OcrLine]
+    confidence: float
+    layout: str
+    unread: int
+
+
+# Tesseract page-segmentation modes, tried in order: its own layout analysis first; when that
+# leaves text unread (on a skewed scan with a binding shadow it dropped 40% of a page as
+# "image"), the page read as one block of rows, which reads every row and is split into
+# columns below. The reading that leaves less ink unread is kept.
+LAYOUTS = (("auto", "3"), ("block", "6"))
+MAX_UNREAD = 2  # this many unread ink regions (stamps, initials) is a page read whole
+
+
+def ocr_page(
+    page: pymupdf.Page,
+    language: str,
+    dpi: int | None = None,
+    layouts: Sequence[tuple[str, str]] = LAYOUTS,
+) -> OcrPage:
+    """OCR one page with Tesseract: its lines (text and box in PDF points, top to bottom), the
+    mean word confidence and the text-like ink no word covers. ``dpi`` defaults to the scan's
+    own (``scan_dpi``); ``layouts`` are tried in order until one leaves (almost) nothing
+    unread."""
+    dpi = dpi or scan_dpi(page)
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)
+    ink = gray[:, : pix.width] < INK_LEVEL
+    best: tuple[int, str, list[_PixelWord]] | None = None
     with tempfile.TemporaryDirectory() as tmp:
         image = Path(tmp) / "page.png"
         pix.save(image)
-        proc = subprocess.run(
-            ["tesseract", str(image), "stdout", "-l", language, "--psm", "3", "tsv"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
-            # Tesseract's OpenMP threads make it ~3x slower on a 2-core machine (5.7 s vs
-            # 1.9 s a page, same words and confidence): one thread.
-            env={**os.environ, "OMP_THREAD_LIMIT": "1"},
-        )
+        for layout, psm in layouts:
+            words = _tesseract_words(image, language, psm)
+            unread = unread_regions(ink, words)
+            if best is None or unread < best[0]:
+                best = (unread, layout, words)
+            if unread <= MAX_UNREAD:
+                break
+    assert best is not None
+    unread, layout, words = best
+    lines, confidence = _lines(words, 72.0 / dpi, page.rect.width)
+    return OcrPage(lines, confidence, layout, unread)
+
+
+class _PixelWord(NamedTuple):
+    line: tuple[int, int, int]  # Tesseract's (block, paragraph, line)
+    left: int
+    top: int
+    width: int
+    height: int
+    confidence: float
+    text: str
+
+
+def _tesseract_words(image: Path, language: str, psm: str) -> list[_PixelWord]:
+    proc = subprocess.run(
+        ["tesseract", str(image), "stdout", "-l", language, "--psm", psm, "tsv"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+        # Tesseract's OpenMP threads make it ~3x slower on a 2-core machine (5.7 s vs
+        # 1.9 s a page, same words and confidence): one thread.
+        env={**os.environ, "OMP_THREAD_LIMIT": "1"},
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"tesseract failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
-    lines: dict[tuple[int, int, int], list[tuple[float, float, float, float, str]]] = {}
-    confidences: list[float] = []
+    words = []
     for record in proc.stdout.splitlines()[1:]:
         parts = record.split("\t")
-        if len(parts) < 12 or not parts[11].strip():
+        if len(parts) < 12 or not parts[11].strip() or float(parts[10]) < 0:
             continue
-        conf = float(parts[10])
-        if conf < 0:
+        left, top, width, height = (int(v) for v in parts[6:10])
+        line = (int(parts[2]), int(parts[3]), int(parts[4]))
+        words.append(_PixelWord(line, left, top, width, height, float(parts[10]), parts[11]))
+    return words
+
+
+INK_LEVEL = 128  # a pixel darker than this (0-255) is ink
+
+
+def unread_regions(ink: npt.NDArray[np.bool_], words: Sequence[_PixelWord]) -> int:
+    """How many regions of text-like ink no word box covers: ink is smeared along rows into
+    word-sized blobs, and a blob counts when it is about a text line high, at least a letter
+    wide, dense enough to be print and clear of the page's left and right edges (binding
+    shadows, punch holes)."""
+    height = int(np.median([w.height for w in words])) if words else 24
+    left = ink.copy()
+    for w in words:
+        top, x0 = max(0, w.top - 2), max(0, w.left - 2)
+        left[top : w.top + w.height + 2, x0 : w.left + w.width + 2] = False
+    smear = np.ones((max(1, height // 4), max(1, height // 2)), dtype=bool)
+    labels, _count = ndimage.label(ndimage.binary_dilation(left, structure=smear))
+    found = 0
+    for rows, cols in ndimage.find_objects(labels):
+        tall, wide = rows.stop - rows.start, cols.stop - cols.start
+        if not (0.5 * height <= tall <= 3 * height and wide >= height):
             continue
-        confidences.append(conf)
-        key = (int(parts[2]), int(parts[3]), int(parts[4]))
-        left, top, w, h = (float(v) * scale for v in parts[6:10])
-        lines.setdefault(key, []).append((left, top, left + w, top + h, parts[11]))
-    gutter = _gutter([w for line in lines.values() for w in line], page.rect.width)
+        if cols.start <= 2 or cols.stop >= ink.shape[1] - 2:
+            continue
+        if left[rows, cols].mean() >= 0.08:
+            found += 1
+    return found
+
+
+def _lines(words: list[_PixelWord], scale: float, width: float) -> tuple[list[OcrLine], float]:
+    """Words (pixels) as lines in PDF points, split at column gaps and at the margin gutter;
+    and the words' mean confidence."""
+    lines: dict[tuple[int, int, int], list[Word]] = {}
+    for w in words:
+        box = (w.left * scale, w.top * scale, (w.left + w.width) * scale)
+        lines.setdefault(w.line, []).append((*box, (w.top + w.height) * scale, w.text))
+    gutter = _gutter([w for line in lines.values() for w in line], width)
     rows = []
     for line in lines.values():
-        for words in _split_at_gaps(line, gutter):
-            text = canonicalize(" ".join(w[4] for w in words))
+        for part in _split_at_gaps(sorted(line), gutter):
+            text = canonicalize(" ".join(w[4] for w in part))
             if text:
                 rows.append(
                     OcrLine(
                         text,
-                        min(w[0] for w in words),
-                        min(w[1] for w in words),
-                        max(w[2] for w in words),
-                        max(w[3] for w in words),
-                        gutter is not None and max(w[2] for w in words) <= gutter,
+                        min(w[0] for w in part),
+                        min(w[1] for w in part),
+                        max(w[2] for w in part),
+                        max(w[3] for w in part),
+                        gutter is not None
+                        and max(w[2] for w in part) <= gutter
+                        and not is_number(part[0][4]),
                     )
                 )
     rows.sort(key=lambda r: (r.y0, r.x0))
-    mean = statistics.fmean(confidences) if confidences else 0.0
+    mean = statistics.fmean(w.confidence for w in words) if words else 0.0
     return rows, round(mean, 1)
 
 
@@ -102,40 +218,95 @@ Word = tuple[float, float, float, float, str]
 
 def _split_at_gaps(words: list[Word], gutter: float | None = None) -> list[list[Word]]:
     """Split one OCR line where a gap between words is a column gap (a margin note beside the
-    body: "Information and    3-(1) The promoter ..."), or where it crosses the page's gutter."""
+    body: "Information and    3-(1) The promoter ..."), where it crosses the page's gutter, or
+    before a rule number that stands apart from a margin note ("Form for filing Appeal
+    25-(1) Every appeal ...": the number starts the body even where it reaches left of the
+    gutter)."""
     if len(words) < 2:
         return [words]
     heights = sorted(w[3] - w[1] for w in words)
-    gap = COLUMN_GAP_HEIGHTS * heights[len(heights) // 2]
+    height = heights[len(heights) // 2]
+    gap = COLUMN_GAP_HEIGHTS * height
     parts: list[list[Word]] = [[words[0]]]
     for previous, word in zip(words, words[1:], strict=False):
-        crosses = gutter is not None and previous[2] <= gutter < (word[0] + word[2]) / 2
-        if word[0] - previous[2] > gap or crosses:
+        apart = word[0] - previous[2]
+        number_apart = (
+            gutter is not None and apart > height and word[0] < gutter + gap and is_number(word[4])
+        )
+        after_number = len(parts[-1]) == 1 and is_number(parts[-1][0][4])
+        crosses = (
+            gutter is not None
+            and previous[2] <= gutter < (word[0] + word[2]) / 2
+            and not after_number
+        )
+        if apart > gap or crosses or number_apart:
             parts.append([])
         parts[-1].append(word)
     return parts
 
 
 def _gutter(words: list[Word], width: float) -> float | None:
-    """The x of a margin column's gutter: the leftmost strip in the left part of the page that
-    (almost) no word crosses, with a column of words on its left (a margin) and most words on
-    its right. ``None`` for a page of one column."""
+    """The x of a margin column's gutter, or ``None`` for a page of one column.
+
+    Rule numbers and sub-rule markers ("22-(1)", "(iii)") and specks are left out: they stand
+    in a column of their own between the notes and the body, and belong to the body. A strip
+    of the left part of the page that (almost) no other word crosses is a candidate; its
+    gutter is the middle of its widest run of fewest crossings (a margin column of a few short
+    notes is itself crossed by at most two words), moved left of any numbers in it (not of
+    specks: scans have them anywhere). The gutter has a column of notes on its left and most
+    words on its right. Of the candidates, the one
+    crossed least and then the widest: a justified note ("Information        and") has gaps of
+    its own inside the column, narrower than the gutter."""
     if len(words) < MIN_WORDS_FOR_COLUMNS or width <= 0:
         return None
     cover = [0] * (int(width) + 2)
-    for x0, _y0, x1, _y1, _text in words:
+    numbers = []
+    for x0, _y0, x1, _y1, text in words:
+        if _is_mark(text):
+            if is_number(text):
+                numbers.append(x0)
+            continue
         for x in range(max(0, int(x0)), min(len(cover), int(x1) + 1)):
             cover[x] += 1
-    start: int | None = None
-    for x in range(int(0.05 * width), int(0.45 * width) + 1):
-        if cover[x] <= GUTTER_CROSSINGS:
-            start = x if start is None else start
+    best: tuple[int, int, float] | None = None  # (crossings, -run width, gutter x)
+    first, last = int(0.05 * width), int(0.45 * width)
+    for lo, hi in _runs(cover, first, last, lambda n: n <= GUTTER_CROSSINGS):
+        if hi - lo < MIN_GUTTER_POINTS:
             continue
-        if start is not None and x - start >= MIN_GUTTER_POINTS:
-            middle = (start + x) / 2
-            left = sum(1 for w in words if w[2] <= start)
-            is_margin = MIN_MARGIN_WORDS <= left <= MAX_MARGIN_SHARE * len(words)
-            if is_margin:
-                return middle
-        start = None
-    return None
+        fewest = min(cover[lo:hi])
+        runs = _runs(cover, lo, hi - 1, fewest.__eq__)
+        run_lo, run_hi = max(runs, key=lambda run: (run[1] - run[0], run[0]))
+        inside = [x0 - 1 for x0 in numbers if run_lo < x0 < run_hi]
+        gutter = min([(run_lo + run_hi) / 2, *inside])
+        left = [w[4] for w in words if w[2] <= gutter]
+        notes = sum(1 for text in left if _NOTE_WORD.match(text))
+        is_margin = notes >= MIN_MARGIN_WORDS and len(left) <= MAX_MARGIN_SHARE * len(words)
+        candidate = (fewest, run_lo - run_hi, gutter)
+        if is_margin and (best is None or candidate < best):
+            best = candidate
+    return best[2] if best else None
+
+
+def _is_mark(text: str) -> bool:
+    """A rule number, a sub-rule marker or a speck: a short token that is not a word."""
+    return len(text) <= MAX_MARK_CHARS and not _NOTE_WORD.match(text)
+
+
+def is_number(text: str) -> bool:
+    """A rule number or sub-rule marker standing alone ("22-(1)", "23-", "(a)")."""
+    return _is_mark(text) and bool(_NUMBER.match(text))
+
+
+def _runs(
+    cover: Sequence[int], first: int, last: int, keep: Callable[[int], bool]
+) -> list[tuple[int, int]]:
+    """The maximal runs ``[lo, hi)`` of x in ``first..last`` whose cover ``keep`` accepts."""
+    runs: list[tuple[int, int]] = []
+    lo: int | None = None
+    for x in range(first, last + 2):
+        if x <= last and keep(cover[x]):
+            lo = x if lo is None else lo
+        elif lo is not None:
+            runs.append((lo, x))
+            lo = None
+    return runs

@@ -19,7 +19,7 @@ from typing import Any
 import pymupdf
 
 from civicsetu_pipelines.base import DocumentError, canonicalize
-from civicsetu_pipelines.ingest.ocr import ocr_lines, tesseract_available
+from civicsetu_pipelines.ingest.ocr import MAX_UNREAD, ocr_page, tesseract_available
 
 TOP_ZONE = 0.11  # share of page height treated as header zone
 BOTTOM_ZONE = 0.09
@@ -272,7 +272,8 @@ def _margin_notes(
     margin_lines: list[_Line], width: float, *, relative_gap: bool = False
 ) -> list[MarginNote]:
     """Group margin lines into notes: consecutive lines on one side of the page (no more than
-    4 pt apart; with ``relative_gap``, no more than a line's height)."""
+    4 pt apart; with ``relative_gap``, no more than a line's height), a note ending at its
+    title's terminator (".-", ":-", ".—": the next rule's note may follow without a gap)."""
     sides: dict[str, list[_Line]] = {"left": [], "right": []}
     for ln in margin_lines:
         sides["left" if ln.x1 < width / 2 else "right"].append(ln)
@@ -281,7 +282,7 @@ def _margin_notes(
         group: list[_Line] = []
         for ln in sorted(side_lines, key=lambda item: item.y0):
             gap = max(4.0, ln.y1 - ln.y0) if relative_gap else 4.0
-            if group and ln.y0 - group[-1].y1 > gap:
+            if group and (ln.y0 - group[-1].y1 > gap or _NOTE_END.search(group[-1].text)):
                 notes.append(_make_note(group, side))
                 group = []
             group.append(ln)
@@ -290,6 +291,7 @@ def _margin_notes(
     return notes
 
 
+_NOTE_END = re.compile(r"[.:]\s*[-—–]+\s*$")
 _HYPHEN_PREFIXES = {"non", "co", "sub", "self", "inter", "pre", "re", "ex", "quasi", "cross"}
 
 
@@ -438,13 +440,16 @@ def _extract_page(
             result.fixed_rows, result.method = alt, "pdfplumber"
             result.flags.append("fallback")
         elif ocr and tesseract_available():
-            read, result.confidence = ocr_lines(page, language)
-            result.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read
+            read = ocr_page(page, language)
+            result.confidence = read.confidence
+            result.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read.lines
                                  if not ln.margin]  # fmt: skip
             result.margin_lines = [_Line(ln.text, ln.x0, ln.y0, ln.x1, ln.y1, False)
-                                   for ln in read if ln.margin]  # fmt: skip
+                                   for ln in read.lines if ln.margin]  # fmt: skip
             result.method = "ocr"
             result.flags.append("ocr")
+            if read.unread > MAX_UNREAD:
+                result.flags.append("ocr_unread")
         else:
             result.fixed_rows, result.method = [], "none"
             has_images = bool(page.get_images(full=False))

@@ -307,6 +307,89 @@ def test_invisible_text_is_not_read(tmp_path: Path) -> None:
     assert titles["Regulation 1"] == "Heading number 1"
 
 
+def test_ocr_misreadings_around_a_heading_number(tmp_path: Path) -> None:
+    """What OCR of a scanned gazette does to "N-(1)" headings and form headings: a speck before
+    the number (". 2-(1)", '"" 5-(1)'), the sub-rule marker misread ("3-U)-", "4-()") and
+    "FORM A" read "- FORMA". Each heading is still its rule, not an inserted "3U"."""
+    rows: list[PageItem] = [
+        f"1-(1) These rules may be called the Test Rules. {FILLER}",
+        f". 2-(1) In these rules the Act means the Real Estate Act. {FILLER}",
+        f"3-U)- The promoter shall furnish the documents. {FILLER}",
+        f"4-() The promoter shall disclose the details. {FILLER}",
+        f'"" 5-(1) The agent shall apply in writing. {FILLER}',
+    ]
+    form: list[PageItem] = ["- FORMA", "[See rule 3(2)]", "APPLICATION FOR REGISTRATION",
+                            f"1. Particulars of the promoter. {FILLER}"]  # fmt: skip
+    chunks, report = pdf_chunks(tmp_path, [[*PREAMBLE_ROWS, *rows], form])
+    assert report.numbered == ["1", "2", "3", "4", "5"]
+    assert top_level(chunks)[-1].label == "Form A"
+    assert report.structure_ok, report.checks
+
+
+def test_a_printed_title_of_thirty_words_is_a_title() -> None:
+    """UP rule 20's printed title runs to 30 words and some 200 characters."""
+    title = ("Salary and allowances payable and other terms and conditions of service of the "
+             "officers and other employees of the regulatory authority and experts and "
+             "consultants engaged by the regulatory authority")  # fmt: skip
+    assert title_problem(title) is None
+    assert title_problem(f"{title} and {title}") is not None  # a bound remains
+
+
+def test_ocr_reads_a_scan_at_its_own_resolution_and_counts_unread_ink(tmp_path: Path) -> None:
+    """A 200 dpi scan is OCR'd at 200 dpi (resampling blurs small marks); every line of it is
+    read; ink that no word covers is counted, so text a reading loses does not go unnoticed."""
+    import numpy as np
+    import pymupdf
+
+    from civicsetu_pipelines.ingest.ocr import (
+        DEFAULT_DPI,
+        INK_LEVEL,
+        MAX_UNREAD,
+        ocr_page,
+        scan_dpi,
+        unread_regions,
+    )
+    from civicsetu_pipelines_tests.pdfgen import scanned_pdf
+
+    lines: list[PageItem] = [(f"{n}- Rule {n} of the scanned rules. {FILLER[:50]}", 72,
+                              100 + 24 * n, 11, False) for n in range(1, 6)]  # fmt: skip
+    path = scanned_pdf(tmp_path / "scan.pdf", [lines], dpi=200)
+    with pymupdf.open(path) as doc:
+        assert scan_dpi(doc[0]) == 200
+        read = ocr_page(doc[0], "eng")
+        pix = doc[0].get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    text = " ".join(line.text for line in read.lines)
+    assert all(f"Rule {n} of the scanned" in text for n in range(1, 6)), text
+    assert read.unread <= MAX_UNREAD and read.layout == "auto"
+    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)
+    assert unread_regions(gray[:, : pix.width] < INK_LEVEL, []) >= 5  # nothing read: all unread
+    text_pdf = write_pdf(tmp_path / "text.pdf", [lines])
+    with pymupdf.open(text_pdf) as doc:
+        assert scan_dpi(doc[0]) == DEFAULT_DPI  # not a scan: the default resolution
+
+
+def test_inspect_up_rules_scanned_from_the_corpus(corpus_dir: Path) -> None:
+    """The UP Rules 2016: 44 scanned pages, OCR only; titles in a justified margin column,
+    "3-(1)" and bare "12-" numbers. Read at 300 dpi with Tesseract's layout analysis alone,
+    whole paragraphs and rules 8, 12, 13, 31, 32, 35 and 36 were lost; now rules 1-36 are all
+    found, and every rule the forms cite exists."""
+    found = inspect_pdf(corpus_dir.parent / "pdfs" / "up_rera_rules_2016_scanned.pdf",
+                        kind="rules")  # fmt: skip
+    numbered = [u for u in found["units"] if u["label"].startswith("Rule ")]
+    assert [u["number"] for u in numbered] == [str(n) for n in range(1, 37)]
+    titles = {u["label"]: u["title"] for u in numbered}
+    assert titles["Rule 3"].startswith("Information and documents")
+    assert "Revocation of Registration" in titles["Rule 8"]
+    # two notes one under the other are two titles, each ending at its ".-"
+    assert titles["Rule 15"].endswith("allottee.-")
+    assert titles["Rule 16"] == "Timelines for refund.-"
+    assert titles["Rule 36"] == "Report and Returns.-"
+    checks = {c["name"]: c for c in found["checks"]}
+    assert checks["cited_units"]["passed"], checks["cited_units"]
+    assert sum(u["label"].startswith("Form ") for u in found["units"]) >= 10
+    assert found["structure_ok"], found["checks"]
+
+
 def test_ocr_lines_split_at_the_margin_gutter() -> None:
     """A scanned page with titles in a left margin column: OCR merges "Information and" with
     "3-(1) The promoter ..."; the gutter (the strip no word crosses) separates them."""
@@ -329,6 +412,21 @@ def test_ocr_lines_split_at_the_margin_gutter() -> None:
     parts = _split_at_gaps(merged, 112.0)
     assert [[w[4] for w in part] for part in parts] == [["Information", "and"], ["3-(1)", "The"]]
     assert _gutter(words[:20], 612.0) is None  # too few words to speak of columns
+    # A justified margin note ("Information        and") has a gap of its own inside the
+    # column; the gutter is the widest strip, not the first.
+    justified = [w for w in words if w[4] == "body"]
+    for line in range(0, 30, 3):
+        y = 100.0 + 14 * line
+        justified += [(30.0, y, 70.0, y + 10, "Information"), (92.0, y, 110.0, y + 10, "and")]
+    gutter = _gutter(justified, 612.0)
+    assert gutter is not None and 110 < gutter < 160
+    # Rule numbers and sub-rule markers in a column of their own ("35-", "(iii)") belong to
+    # the body: the gutter is left of them even when the notes are few words.
+    numbered = [w for w in words if w[4] == "body"]
+    numbered += [(120.0, w[1], 140.0, w[3], "(iii)") for w in numbered if w[0] == 160.0]
+    numbered += [(30.0, 100.0 + 14 * k, 100.0, 110.0 + 14 * k, "Budget,") for k in range(6)]
+    gutter = _gutter(numbered, 612.0)
+    assert gutter is not None and 100 < gutter < 120
 
 
 def test_number_dash_headings_with_or_without_sub_rules(tmp_path: Path) -> None:
