@@ -520,6 +520,9 @@ def inspect(
     else:
         out.print(f"{path}: [bold]{found['kind']}[/bold] ({found['kind_reason']}); "
                   f"{found['pages']} pages, {found['ocr_pages']} OCR'd")  # fmt: skip
+        if found["ocr_unread_pages"]:
+            pages = ", ".join(str(page) for page in found["ocr_unread_pages"])
+            out.print(f"[yellow]OCR left text-like ink unread on page(s) {pages}[/yellow]")
         table = Table(title=f"{len(found['units'])} units")
         for column in ("label", "title", "first_page", "last_page"):
             table.add_column(column)

@@ -105,6 +105,7 @@ def inspect_pdf(
         "pages": len(parsed),
         "ocr_pages": sum(1 for p in parsed if "ocr" in p["flags"]),
         "needs_ocr_pages": sum(1 for p in parsed if "needs_ocr" in p["flags"]),
+        "ocr_unread_pages": [p["page"] for p in parsed if "ocr_unread" in p["flags"]],
         "units": units,
         "coverage": round(report.coverage, 4),
         "structure_ok": report.structure_ok,

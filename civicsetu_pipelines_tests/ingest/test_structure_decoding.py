@@ -387,6 +387,8 @@ def test_inspect_up_rules_scanned_from_the_corpus(corpus_dir: Path) -> None:
     checks = {c["name"]: c for c in found["checks"]}
     assert checks["cited_units"]["passed"], checks["cited_units"]
     assert sum(u["label"].startswith("Form ") for u in found["units"]) >= 10
+    assert found["ocr_pages"] == 44 and set(found["ocr_unread_pages"]) <= set(range(1, 45))
+    assert 3 not in found["ocr_unread_pages"]  # layout analysis alone lost 40% of page 3
     assert found["structure_ok"], found["checks"]
 
 

@@ -193,6 +193,7 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
         metadata={
             "pages": len(ok),
             "ocr_pages": sum("ocr" in f for f in flags),
+            "ocr_unread_pages": sum("ocr_unread" in f for f in flags),
             "needs_ocr_pages": needs_ocr,
             "garbled_pages": sum("garbled" in f for f in flags),
             "failed_documents": dg.MetadataValue.json(errors),
