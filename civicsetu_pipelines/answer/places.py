@@ -17,72 +17,37 @@ import re
 from functools import lru_cache
 from typing import NamedTuple
 
+from civicsetu_pipelines.base import load_jurisdictions, name_key
+
 ACT_JURISDICTION = "CENTRAL"
 
 
 class Place(NamedTuple):
-    code: str  # UPPER_SNAKE, like the registry's Jurisdiction values
+    code: str  # UPPER_SNAKE, a code of data/jurisdictions.yaml
     display: str
 
 
-# Indian states and union territories: display name and other spellings people write.
-_PLACES: dict[str, tuple[str, ...]] = {
-    "Andhra Pradesh": (),
-    "Arunachal Pradesh": (),
-    "Assam": (),
-    "Bihar": (),
-    "Chhattisgarh": ("Chattisgarh", "Chhatisgarh"),
-    "Goa": (),
-    "Gujarat": ("Gujrat",),
-    "Haryana": (),
-    "Himachal Pradesh": (),
-    "Jharkhand": (),
-    "Karnataka": (),
-    "Kerala": (),
-    "Madhya Pradesh": (),
-    "Maharashtra": ("Maharastra",),
-    "Manipur": (),
-    "Meghalaya": (),
-    "Mizoram": (),
-    "Nagaland": (),
-    "Odisha": ("Orissa",),
-    "Punjab": (),
-    "Rajasthan": (),
-    "Sikkim": (),
-    "Tamil Nadu": ("Tamilnadu",),
-    "Telangana": (),
-    "Tripura": (),
-    "Uttar Pradesh": (),
-    "Uttarakhand": ("Uttaranchal",),
-    "West Bengal": (),
-    "Andaman and Nicobar Islands": ("Andaman and Nicobar", "Andaman"),
-    "Chandigarh": (),
-    "Dadra and Nagar Haveli and Daman and Diu": (
-        "Dadra and Nagar Haveli",
-        "Daman and Diu",
-    ),
-    "Delhi": ("New Delhi", "NCT of Delhi"),
-    "Jammu and Kashmir": ("J&K", "J & K"),
-    "Ladakh": (),
-    "Lakshadweep": (),
-    "Puducherry": ("Pondicherry",),
-}
-
-
 def _code(name: str) -> str:
-    return re.sub(r"[\s_-]+", "_", name.strip().replace("&", " and ")).upper()
+    return name_key(name)
 
 
+def _written(name: str) -> bool:
+    """A name people write in a sentence: not an ISO code ("IN-UP") nor two letters ("UP",
+    matched as "U.P." below)."""
+    return len(name) > 2 and not name.startswith("IN-")
+
+
+# Indian states and union territories (data/jurisdictions.yaml): the display name and the other
+# spellings people write. ISO codes are not matched in text ("IN-UP"), only as arguments.
 _PLACE_BY_KEY: dict[str, Place] = {}
 _PLACE_ALTERNATIVES: list[str] = []
-for _display, _aliases in _PLACES.items():
-    _place = Place(_code(_display), _display)
-    for _name in (_display, *_aliases):
+for _item in load_jurisdictions().items:
+    _place = Place(_item.code, _item.name)
+    for _name in _item.names:
         _PLACE_BY_KEY[_code(_name)] = _place
-        _PLACE_ALTERNATIVES.append(_name)
-_PLACE_BY_KEY["UP"] = _PLACE_BY_KEY["UTTAR_PRADESH"]  # accepted as a jurisdiction argument only
+    if _item.kind != "union":
+        _PLACE_ALTERNATIVES += [n for n in (_item.name, *_item.aliases) if _written(n)]
 PLACE_BY_CODE: dict[str, Place] = {p.code: p for p in _PLACE_BY_KEY.values()}
-_JURISDICTION_ALIASES = {"CENTRE": "CENTRAL", "CENTER": "CENTRAL", "UNION": "CENTRAL"}
 
 
 def _place_regex(name: str) -> str:
@@ -124,9 +89,8 @@ def known_index(known: tuple[str, ...]) -> dict[str, str]:
 
 def jurisdiction_key(value: str) -> str:
     """``value`` as a key of :func:`known_index` (``Centre`` is ``CENTRAL``, ``Orissa`` is
-    ``ODISHA``)."""
+    ``ODISHA``, ``IN-UP`` is ``UTTAR_PRADESH``)."""
     key = _code(value)
-    key = _JURISDICTION_ALIASES.get(key, key)
     place = _PLACE_BY_KEY.get(key)
     return place.code if place else key
 

@@ -13,6 +13,14 @@ from .figures import (
 from .files import (
     write_atomic as write_atomic,
 )
+from .jurisdictions import (
+    Jurisdiction as Jurisdiction,
+    Jurisdictions as Jurisdictions,
+    UnknownJurisdictionError as UnknownJurisdictionError,
+    jurisdiction_code as jurisdiction_code,
+    load_jurisdictions as load_jurisdictions,
+    name_key as name_key,
+)
 from .settings import (
     DATA_DIR as DATA_DIR,
     DEFAULT_MIRROR as DEFAULT_MIRROR,

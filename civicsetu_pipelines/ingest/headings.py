@@ -22,19 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from civicsetu_pipelines.base import canonicalize
+from civicsetu_pipelines.ingest.kinds import unit_words
 from civicsetu_pipelines.ingest.sequence import Position
 
-# What the numbered units of each kind of document are called.
-UNIT_WORD = {
-    "act": ("section", "Section"),
-    "rules": ("rule", "Rule"),
-    "regulations": ("regulation", "Regulation"),
-    "faq": ("question", "Question"),
-    "order": ("paragraph", "Paragraph"),
-    "judgment": ("paragraph", "Paragraph"),
-    "notification": ("paragraph", "Paragraph"),
-    "circular": ("paragraph", "Paragraph"),
-}
+# What the numbered units of each kind of document are called (data/kinds.yaml).
+UNIT_WORD = unit_words()
 # The longest printed titles seen: 203 characters, 30 words (UP rule 20, "Salary and allowances
 # payable ... engaged by the regulatory authority"); 28 words in the Act.
 MAX_TITLE_CHARS = 240

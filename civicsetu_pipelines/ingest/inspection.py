@@ -13,42 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from civicsetu_pipelines.ingest.headings import UNIT_WORD
+from civicsetu_pipelines.ingest.kinds import kind_names, load_kinds
 from civicsetu_pipelines.ingest.legal_structure import build_chunks, read_structure
 from civicsetu_pipelines.ingest.pages import parse_pdf
 
-KINDS = ("act", "rules", "regulations", "faq", "order", "notification", "circular", "judgment")
+KINDS = kind_names()
 DETECT_PAGES = 4  # the kind is read from the first pages
-
-# Signals of each kind in a document's first pages, with their weights. The title of a gazette
-# names its kind ("... Rules, 2016", "... Regulations, 2019"); judgments name courts and parties.
-_SIGNALS: dict[str, tuple[tuple[str, float], ...]] = {
-    "faq": ((r"FREQUENTLY\s+ASKED\s+QUESTIONS|\bFAQS?\b", 3.0),),
-    "act": (
-        (r"BE\s+IT\s+ENACTED|IT\s+IS\s+HEREBY\s+ENACTED", 3.0),
-        (r"\bAN\s+ACT\s+TO\b", 2.0),
-        (r"ARRANGEMENT\s+OF\s+SECTIONS", 3.0),
-        (r"\bACT\s+NO\.?\s+\d+\s+OF\s+\d{4}", 2.0),
-    ),
-    "regulations": (
-        (r"\bREGULATIONS,?\s+(?:19|20)\d\d", 2.5),
-        (r"MAKES?\s+THE\s+FOLLOWING\s+REGULATIONS", 2.0),
-    ),
-    "rules": ((r"\bRULES,?\s+(?:19|20)\d\d", 2.5), (r"MAKES?\s+THE\s+FOLLOWING\s+RULES", 2.0)),
-    "judgment": (
-        (r"\bJUDG(?:E)?MENT\b", 1.0),
-        (r"\bCORAM\b", 2.0),
-        (r"\bWRIT\s+PETITION\b|\bAPPEAL\s+NO\b|\bAPPEAL\s+AT\d", 1.5),
-        (r"\bPETITIONERS?\b|\bAPPELLANTS?\b", 1.0),
-        (r"\bRESPONDENTS?\b", 1.0),
-    ),
-    "order": ((r"\bORDER,?\s+(?:19|20)\d\d", 2.5), (r"REMOVAL\s+OF\s+DIFFICULTIES", 1.5)),
-    "notification": (
-        (r"COME\s+INTO\s+FORCE", 1.0),
-        (r"\bS\.\s?O\.\s?\d+", 1.0),
-        (r"\bNOTIFICATION\b", 0.5),
-    ),
-    "circular": ((r"\bCIRCULAR\b", 2.5),),
-}
 
 
 def detect_kind(text: str) -> tuple[str, str]:
@@ -56,8 +26,8 @@ def detect_kind(text: str) -> tuple[str, str]:
     upper = text.upper()
     scores: dict[str, float] = {}
     reasons: dict[str, list[str]] = {}
-    for kind, signals in _SIGNALS.items():
-        for pattern, weight in signals:
+    for kind, spec in load_kinds().items():
+        for pattern, weight in spec.signals:
             match = re.search(pattern, upper)
             if match:
                 scores[kind] = scores.get(kind, 0.0) + weight

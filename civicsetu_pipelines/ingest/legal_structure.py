@@ -39,6 +39,7 @@ from civicsetu_pipelines.ingest.headings import (
     numbered_heading,
     question_heading,
 )
+from civicsetu_pipelines.ingest.kinds import load_kinds
 from civicsetu_pipelines.ingest.sequence import decode
 from civicsetu_pipelines.ingest.structure_checks import StructureCheck, check_structure, failed
 
@@ -197,6 +198,8 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
     are kept for the structure checks.
     """
     unit_kind, unit_word = UNIT_WORD.get(doc_type, ("rule", "Rule"))
+    kind = load_kinds().get(doc_type)
+    margin_first = kind is not None and kind.margin_first
     rows = stream.rows
     paragraphs = unit_kind == "paragraph"
     toc = {i for i, row in enumerate(rows) if is_toc_row(row.text)} | contents_rows(rows)
@@ -221,12 +224,12 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
         appendix = appendix_at(rows, i)
         if appendix is not None:
             appendices.append(appendix)
-        if doc_type == "faq":
+        if unit_kind == "question":
             heading = question_heading(rows, i)
         else:
             heading = numbered_heading(rows, i, paragraphs=paragraphs,
                                        notes=stream.margin_notes,
-                                       margin_first=doc_type == "act",
+                                       margin_first=margin_first,
                                        edge=edges.get(row.page, 0.0),
                                        wrap_chars=wraps.get(row.page, 1e9))  # fmt: skip
         if heading is not None:

@@ -31,7 +31,14 @@ from pydantic import (
     model_validator,
 )
 
-from civicsetu_pipelines.base import DATA_DIR, DocumentError, Settings
+from civicsetu_pipelines.base import (
+    DATA_DIR,
+    DocumentError,
+    Settings,
+    UnknownJurisdictionError,
+    jurisdiction_code,
+)
+from civicsetu_pipelines.ingest.kinds import kind_names
 
 DOCUMENTS_YAML = DATA_DIR / "documents.yaml"
 SEED_DOCUMENTS_YAML = DATA_DIR / "seed_documents.yaml"
@@ -46,24 +53,6 @@ KNOWN_LANGUAGES = frozenset(
 _KEY_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 _LANGUAGE_RE = re.compile(r"^[a-z]{3}(?:\+[a-z]{3})*$")
-
-
-class Jurisdiction(StrEnum):
-    CENTRAL = "CENTRAL"
-    GUJARAT = "GUJARAT"
-    CHANDIGARH = "CHANDIGARH"
-    KARNATAKA = "KARNATAKA"
-    MAHARASHTRA = "MAHARASHTRA"
-    UTTAR_PRADESH = "UTTAR_PRADESH"
-    TAMIL_NADU = "TAMIL_NADU"
-
-
-class DocType(StrEnum):
-    ACT = "act"
-    RULES = "rules"
-    REGULATIONS = "regulations"
-    FAQ = "faq"
-    ORDER = "order"
 
 
 class Status(StrEnum):
@@ -106,8 +95,8 @@ class DocumentSpec(BaseModel):
 
     key: str = Field(description="Stable identifier, lower_snake_case; used as asset partition.")
     title: str = Field(min_length=1)
-    jurisdiction: Jurisdiction
-    doc_type: DocType
+    jurisdiction: str = Field(description="A code, ISO 3166-2:IN code or alias; stored as code.")
+    doc_type: str = Field(description="A kind in data/kinds.yaml.")
     effective_date: dt.date
     source_url: str = Field(description="Official source to cite.")
     download_urls: tuple[str, ...] = ()
@@ -125,6 +114,21 @@ class DocumentSpec(BaseModel):
     def _key_format(cls, value: str) -> str:
         if not _KEY_RE.match(value):
             raise ValueError(f"key must be lower_snake_case ([a-z][a-z0-9_]*), got {value!r}")
+        return value
+
+    @field_validator("jurisdiction")
+    @classmethod
+    def _jurisdiction(cls, value: str) -> str:
+        try:
+            return jurisdiction_code(value)
+        except UnknownJurisdictionError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("doc_type")
+    @classmethod
+    def _doc_type(cls, value: str) -> str:
+        if value not in kind_names():
+            raise ValueError(f"doc_type must be one of {', '.join(kind_names())}, got {value!r}")
         return value
 
     @field_validator("effective_date", mode="before")
@@ -276,18 +280,15 @@ class Registry(BaseModel):
 
     def jurisdictions(self) -> list[str]:
         """Sorted jurisdiction names that have at least one document."""
-        return sorted({spec.jurisdiction.value for spec in self.specs})
+        return sorted({spec.jurisdiction for spec in self.specs})
 
-    def documents(self, jurisdiction: str | Jurisdiction | None = None) -> list[DocumentSpec]:
-        """All documents, or those of one jurisdiction (unknown names raise ``ValueError``)."""
+    def documents(self, jurisdiction: str | None = None) -> list[DocumentSpec]:
+        """All documents, or those of one jurisdiction named by code, ISO code or alias
+        (unknown names raise :class:`UnknownJurisdictionError`, a ``ValueError``)."""
         if jurisdiction is None:
             return list(self.specs)
-        try:
-            wanted = Jurisdiction(jurisdiction)
-        except ValueError:
-            valid = ", ".join(j.value for j in Jurisdiction)
-            raise ValueError(f"unknown jurisdiction {jurisdiction!r}; valid: {valid}") from None
-        return [spec for spec in self.specs if spec.jurisdiction is wanted]
+        wanted = jurisdiction_code(jurisdiction)
+        return [spec for spec in self.specs if spec.jurisdiction == wanted]
 
     def get(self, key: str) -> DocumentSpec:
         for spec in self.specs:

@@ -99,7 +99,7 @@ def clear_hash_cache() -> None:
 def spec_fingerprint(spec: DocumentSpec) -> str:
     """``<JURISDICTION>:<sha256>`` of the document's validated registry entry."""
     canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return f"{spec.jurisdiction.value}:{hashlib.sha256(canonical.encode()).hexdigest()}"
+    return f"{spec.jurisdiction}:{hashlib.sha256(canonical.encode()).hexdigest()}"
 
 
 def find_in_mirrors(filename: str, mirror_dirs: Sequence[Path]) -> Path | None:
@@ -230,7 +230,7 @@ def changed_partitions(
     snapshots, so a removed document still marks its old jurisdiction, and a document moved to
     another jurisdiction marks both.
     """
-    in_registry = {spec.key: spec.jurisdiction.value for spec in registry.specs}
+    in_registry = {spec.key: spec.jurisdiction for spec in registry.specs}
     out: dict[str, set[str]] = {}
     for entry in changed_entries(previous, current):
         key = document_key(entry)

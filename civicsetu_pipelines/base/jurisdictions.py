@@ -1,0 +1,118 @@
+"""The jurisdictions of Indian law, as data: ``data/jurisdictions.yaml``.
+
+Pure domain code. The Union, the 28 states and 8 union territories, and union territories merged
+since their gazettes were published. A jurisdiction is named by its code (``UTTAR_PRADESH``), its
+ISO 3166-2:IN code (``IN-UP``) or an alias (``Orissa``, ``UP``); :func:`jurisdiction_code` turns
+any of them into the code, and refuses an unknown name with the nearest known ones.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import re
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from civicsetu_pipelines.base.settings import DATA_DIR
+
+JURISDICTIONS_YAML = DATA_DIR / "jurisdictions.yaml"
+_CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+class UnknownJurisdictionError(ValueError):
+    """A name that is no jurisdiction's code, ISO code or alias."""
+
+
+class Jurisdiction(BaseModel):
+    """One jurisdiction (immutable)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    code: str
+    name: str = Field(min_length=1)
+    kind: Literal["union", "state", "union_territory"]
+    iso: str
+    aliases: tuple[str, ...] = ()
+    merged_on: dt.date | None = None
+    merged_into: str | None = None
+
+    @field_validator("code")
+    @classmethod
+    def _code(cls, value: str) -> str:
+        if not _CODE.match(value):
+            raise ValueError(f"code must be UPPER_SNAKE, got {value!r}")
+        return value
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name it answers to: code, ISO code, display name and aliases."""
+        return (self.code, self.iso, self.name, *self.aliases)
+
+
+def name_key(name: str) -> str:
+    """A name as a comparable key: case, spaces, hyphens, underscores and ``&`` do not matter
+    (``Tamil-Nadu``, ``tamil nadu`` and ``TAMIL_NADU`` are one key; ``IN-UP`` is ``IN_UP``)."""
+    return re.sub(r"[\s_\-]+", "_", name.strip().replace("&", " and ")).upper()
+
+
+class Jurisdictions:
+    """All jurisdictions, by code and by every name."""
+
+    def __init__(self, items: list[Jurisdiction], source: Path) -> None:
+        self.items = tuple(items)
+        self.by_code = {j.code: j for j in items}
+        self._by_name: dict[str, str] = {}
+        for item in items:
+            for name in item.names:
+                key = name_key(name)
+                other = self._by_name.get(key)
+                if other is not None and other != item.code:
+                    raise ValueError(f"{source}: the name {name!r} is both {other} and {item.code}")
+                self._by_name[key] = item.code
+        for item in items:
+            if item.merged_into is not None and item.merged_into not in self.by_code:
+                raise ValueError(f"{source}: {item.code} merged into unknown {item.merged_into}")
+
+    def code(self, name: str) -> str:
+        """The code of the jurisdiction ``name`` names; :class:`UnknownJurisdictionError`
+        (naming the closest codes) when none does."""
+        found = self._by_name.get(name_key(str(name)))
+        if found is None:
+            close = difflib.get_close_matches(name_key(str(name)), list(self.by_code), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownJurisdictionError(
+                f"unknown jurisdiction {name!r}: not a code, ISO 3166-2:IN code or alias in "
+                f"{JURISDICTIONS_YAML.name}{hint}"
+            )
+        return found
+
+    def get(self, name: str) -> Jurisdiction:
+        return self.by_code[self.code(name)]
+
+
+@cache
+def load_jurisdictions(path: Path = JURISDICTIONS_YAML) -> Jurisdictions:
+    """Load and validate the jurisdiction table (cached); errors name the file and entry."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read jurisdictions: {exc}") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        raise ValueError(f"{path}: expected schema_version 1 and a 'jurisdictions' list")
+    items = []
+    for index, entry in enumerate(data.get("jurisdictions") or [], start=1):
+        try:
+            items.append(Jurisdiction.model_validate(entry))
+        except ValidationError as exc:
+            raise ValueError(f"{path}: jurisdiction #{index}: {exc}") from None
+    return Jurisdictions(items, Path(path))
+
+
+def jurisdiction_code(name: str) -> str:
+    """The code of the jurisdiction ``name`` names (code, ISO code or alias)."""
+    return load_jurisdictions().code(name)

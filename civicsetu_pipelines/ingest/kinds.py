@@ -1,0 +1,72 @@
+"""Kinds of legal documents, as data: ``data/kinds.yaml``.
+
+Pure domain code. A kind (``act``, ``rules``, ``judgment`` ...) says what its numbered units are
+called, whether they are case law, whether its margin titles come first, and the signals that
+name it in a document's first pages.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from civicsetu_pipelines.base import DATA_DIR
+
+KINDS_YAML = DATA_DIR / "kinds.yaml"
+
+
+class Kind(BaseModel):
+    """One kind of document (immutable)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    unit: str = Field(pattern=r"^[a-z]+$")
+    case_law: bool = False
+    margin_first: bool = False
+    signals: tuple[tuple[str, float], ...] = ()
+
+    @field_validator("signals")
+    @classmethod
+    def _compiles(cls, value: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+        for pattern, _weight in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"signal {pattern!r} is not a regex: {exc}") from None
+        return value
+
+    @property
+    def unit_label(self) -> str:
+        return self.unit.capitalize()
+
+
+@cache
+def load_kinds(path: Path = KINDS_YAML) -> dict[str, Kind]:
+    """Kind name -> :class:`Kind`, validated (cached); errors name the file and the kind."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read kinds: {exc}") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != 1:
+        raise ValueError(f"{path}: expected schema_version 1 and a 'kinds' mapping")
+    kinds = {}
+    for name, entry in (data.get("kinds") or {}).items():
+        try:
+            kinds[name] = Kind.model_validate({"name": name, **(entry or {})})
+        except ValidationError as exc:
+            raise ValueError(f"{path}: kind {name!r}: {exc}") from None
+    return kinds
+
+
+def kind_names() -> tuple[str, ...]:
+    return tuple(load_kinds())
+
+
+def unit_words() -> dict[str, tuple[str, str]]:
+    """Kind -> (unit, Unit label): ``{"rules": ("rule", "Rule"), ...}``."""
+    return {name: (kind.unit, kind.unit_label) for name, kind in load_kinds().items()}
