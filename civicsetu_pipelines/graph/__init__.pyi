@@ -2,6 +2,7 @@
 
 from .edges import (
     build_edges as build_edges,
+    citations_of as citations_of,
     document_rows as document_rows,
     graph_stats as graph_stats,
     neighbours as neighbours,

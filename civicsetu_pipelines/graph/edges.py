@@ -393,6 +393,23 @@ def neighbours(
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+_CITATIONS_OF = (
+    "SELECT edge_type, source_document, source_label, target_label, evidence_phrase "
+    "FROM graph_edges WHERE target_document = %s AND source_document <> %s "
+    "AND edge_type IN ('REFERENCES', 'DERIVED_FROM') "
+    "ORDER BY source_document, source_label, target_label"
+)
+
+
+def citations_of(conn: psycopg.Connection[Any], document_key: str) -> list[dict[str, Any]]:
+    """The stored edges by which other documents cite ``document_key`` (references and
+    derivations): what becomes unresolved if it is removed."""
+    with conn.cursor() as cur:
+        cur.execute(_CITATIONS_OF, (document_key, document_key))
+        names = [d.name for d in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
 def graph_stats(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]]:
     """Edges by jurisdiction and type; per jurisdiction, internal references, unresolved count
     and rate, and rules derived; per document, the same with its missing targets."""

@@ -34,4 +34,12 @@ from .registry import (
     RegistryError as RegistryError,
     load_curated_derivations as load_curated_derivations,
     load_registry as load_registry,
+    user_registry_path as user_registry_path,
+)
+from .user_documents import (
+    Added as Added,
+    AddError as AddError,
+    add_document as add_document,
+    remove_document as remove_document,
+    user_keys as user_keys,
 )

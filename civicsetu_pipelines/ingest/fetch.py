@@ -57,7 +57,9 @@ class FetchResult:
     path: Path
     sha256: str
     bytes: int
-    source: str  # "mirror:<dir>" | "download:<url>" | "cache:<url>" (HTTP 304 not modified)
+    # "mirror:<dir>" | "download:<url>" | "cache:<url>" (HTTP 304 not modified) | "store" (a
+    # document added with `civicsetu documents add`, kept only in the store)
+    source: str
     etag: str | None = None
     last_modified: str | None = None
 
@@ -497,6 +499,15 @@ def fetch_document(
     except OSError as exc:
         raise FetchError(spec.key, f"cannot create cache dir {cache}: {exc}") from exc
     failures: list[str] = []
+
+    stored = cache / f"{spec.sha256}.pdf" if spec.sha256 else None
+    if stored is not None and spec.filename == stored.name and stored.is_file():
+        # A document added with `civicsetu documents add` lives only in the store.
+        if _sha256_file(stored) == spec.sha256:
+            size = stored.stat().st_size
+            return FetchResult(key=spec.key, path=stored, sha256=str(spec.sha256), bytes=size,
+                               source="store")  # fmt: skip
+        failures.append(f"store:{stored}: the stored copy no longer hashes to its pin")
 
     mirrors = [Path(d) for d in mirror_dirs]
     if mirrors and not spec.filename:

@@ -77,6 +77,11 @@ class UnknownDocumentError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+def user_registry_path(state_dir: Path | None = None) -> Path:
+    """The user registry of ``civicsetu documents add``: ``<state>/registry/documents.yaml``."""
+    return (state_dir or Settings.from_env().state_dir) / "registry" / "documents.yaml"
+
+
 def _check_url(value: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError("URL must be a non-empty string")
@@ -150,6 +155,9 @@ class DocumentSpec(BaseModel):
     @field_validator("source_url")
     @classmethod
     def _source_url(cls, value: str) -> str:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        if parts is not None and parts.scheme == "file" and parts.path.startswith("/"):
+            return value  # a document added from a local file cites that file
         return _check_url(value)
 
     @field_validator("download_urls")
@@ -428,7 +436,8 @@ def load_registry(
     """Load and validate the document registry.
 
     ``paths`` are the default registry files (default: ``CIVICSETU_REGISTRY``, else the packaged
-    ``documents.yaml``);
+    ``documents.yaml``; either way followed by the user registry of ``civicsetu documents add``
+    when it exists);
     ``seed_paths`` are read only when seed states are enabled (default: the packaged
     ``seed_documents.yaml``). ``include_seed=None`` follows ``Settings.from_env()``.
     """
@@ -437,6 +446,9 @@ def load_registry(
         include_seed = settings.enable_seed_states
     if paths is None:
         paths = settings.registry_paths or (DOCUMENTS_YAML,)
+        user = user_registry_path(settings.state_dir)
+        if user.is_file():
+            paths = (*paths, user)
     files = [Path(p) for p in paths]
     if include_seed:
         files += [

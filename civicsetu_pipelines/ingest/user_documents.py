@@ -1,0 +1,239 @@
+"""Documents a user registers: ``civicsetu documents add | list | remove``.
+
+Pure domain code (no Dagster). ``add`` checks a PDF (a PDF, not encrypted, not empty, its page
+range inside it), copies it into the content-addressed PDF store (``storage/pdfs/<sha256>.pdf``)
+and appends it, pinned by sha256, to the user registry ``<state>/registry/documents.yaml``,
+which :func:`~civicsetu_pipelines.ingest.registry.load_registry` reads beside the shipped one.
+Nothing is written unless every check passes. ``remove`` takes a user document out of the user
+registry (a shipped one cannot be removed); the next run retires its rows like any registry
+change.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import yaml
+
+from civicsetu_pipelines.base import (
+    Settings,
+    UnknownJurisdictionError,
+    jurisdiction_code,
+    load_jurisdictions,
+    pdf_cache_dir,
+    write_atomic,
+)
+from civicsetu_pipelines.ingest.kinds import kind_names
+from civicsetu_pipelines.ingest.ocr import tesseract_available
+from civicsetu_pipelines.ingest.registry import (
+    SCHEMA_VERSION,
+    DocumentSpec,
+    RegistryError,
+    load_registry,
+    parse_registry_file,
+    user_registry_path,
+)
+
+PDF_MAGIC = b"%PDF-"
+_KEY_WORDS = re.compile(r"[a-z0-9]+")
+
+
+class AddError(ValueError):
+    """A document that cannot be added; the message is one line naming the file and why."""
+
+
+@dataclass(frozen=True)
+class Added:
+    """What ``add`` registered, and what the user should know about it."""
+
+    spec: DocumentSpec
+    pages: int
+    text_layer: bool
+    new_jurisdiction: bool
+    stored: Path
+    notes: tuple[str, ...]
+
+
+def key_from_title(title: str) -> str:
+    """``"Bihar Real Estate Rules, 2017"`` -> ``"bihar_real_estate_rules_2017"``."""
+    words = _KEY_WORDS.findall(title.lower())
+    key = "_".join(words)[:80].strip("_")
+    return key if key and key[0].isalpha() else f"doc_{key}"
+
+
+def page_ranges_of(text: str, page_count: int) -> tuple[tuple[int, int], ...]:
+    """``"3-40,42"`` as registry page ranges, checked against the PDF's ``page_count``."""
+    ranges: list[tuple[int, int]] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match:
+            raise AddError(f"--pages {text!r}: expected ranges such as 3-40 or 1-3,7")
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if first < 1 or last < first:
+            raise AddError(f"--pages {text!r}: {part.strip()!r} is not a range counted from 1")
+        if last > page_count:
+            raise AddError(
+                f"--pages {text!r}: page {last} is outside the document, which has "
+                f"{page_count} page(s)"
+            )
+        ranges.append((first, last))
+    return tuple(sorted(ranges))
+
+
+def _check_pdf(path: Path) -> tuple[int, list[bool]]:
+    """Page count and, per page, whether it has a text layer; :class:`AddError` otherwise."""
+    if not path.is_file():
+        raise AddError(f"{path}: no such file")
+    with path.open("rb") as handle:
+        head = handle.read(1024)
+    if PDF_MAGIC not in head:
+        raise AddError(f"{path}: not a PDF (no %PDF- signature in its first 1024 bytes)")
+    try:
+        doc = pymupdf.open(path)
+    except Exception as exc:  # noqa: BLE001 - PyMuPDF raises several types for broken files
+        raise AddError(f"{path}: not a readable PDF: {exc}") from None
+    try:
+        if doc.needs_pass or doc.is_encrypted:
+            raise AddError(f"{path}: the PDF is encrypted (password protected)")
+        if doc.page_count == 0:
+            raise AddError(f"{path}: the PDF has no pages")
+        texts = [bool(doc[i].get_text().strip()) for i in range(doc.page_count)]
+    finally:
+        doc.close()
+    return len(texts), texts
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def add_document(
+    path: Path,
+    *,
+    jurisdiction: str,
+    kind: str,
+    title: str,
+    key: str | None = None,
+    effective_from: dt.date | None = None,
+    status: str = "in_force",
+    pages: str | None = None,
+    language: str = "eng",
+    source_url: str | None = None,
+    state_dir: Path | None = None,
+) -> Added:
+    """Check ``path``, store it and register it in the user registry; nothing is written when
+    a check fails (:class:`AddError`, one line)."""
+    path = Path(path).resolve()
+    try:
+        code = jurisdiction_code(jurisdiction)
+    except UnknownJurisdictionError as exc:
+        raise AddError(str(exc)) from None
+    if kind not in kind_names():
+        raise AddError(f"unknown kind {kind!r}; known: {', '.join(kind_names())}")
+    page_count, text_pages = _check_pdf(path)
+    ranges = page_ranges_of(pages, page_count) if pages else None
+    chosen = [i for first, last in ranges for i in range(first - 1, last)] if ranges else None
+    text_layer = any(text_pages[i] for i in (chosen or range(page_count)))
+    sha = _sha256(path)
+    registry = load_registry()
+    key = key or key_from_title(title)
+    if key in registry:
+        raise AddError(f"key {key!r} is already registered; choose another with --key")
+    pinned = {spec.sha256: spec.key for spec in registry.documents() if spec.sha256}
+    if sha in pinned:
+        raise AddError(f"{path}: this file (sha256 {sha[:12]}…) is already registered as "
+                       f"{pinned[sha]!r}")  # fmt: skip
+    entry: dict[str, Any] = {
+        "key": key,
+        "title": title,
+        "jurisdiction": code,
+        "doc_type": kind,
+        "effective_date": (effective_from or dt.date.today()).isoformat(),
+        "source_url": source_url or path.as_uri(),
+        "filename": f"{sha}.pdf",  # its name in the content-addressed store
+        "sha256": sha,
+        "page_ranges": [list(r) for r in ranges] if ranges else None,
+        "language": language,
+        "status": status,
+        "notes": f"added with `civicsetu documents add` on {dt.date.today().isoformat()} "
+        f"from {path}",
+    }
+    try:
+        spec = DocumentSpec.model_validate(entry)
+    except ValueError as exc:
+        raise AddError(f"{path}: {_first_error(exc)}") from None
+    notes: list[str] = []
+    if not text_layer:
+        ocr = "Tesseract is installed" if tesseract_available() else "Tesseract is NOT installed"
+        notes.append(f"no text layer: its pages will be OCR'd in {language!r} ({ocr})")
+    new_jurisdiction = code not in registry.jurisdictions()
+    if new_jurisdiction:
+        name = load_jurisdictions().by_code[code].name
+        notes.append(f"{name} ({code}) is a new partition: reload definitions in the Dagster UI")
+    registry_file = user_registry_path(state_dir)
+    entries = _entries(registry_file)
+    entries.append({k: v for k, v in entry.items() if v is not None})
+    stored = pdf_cache_dir(state_dir or Settings.from_env().state_dir) / f"{sha}.pdf"
+    if not stored.is_file():
+        write_atomic(stored, path.read_bytes())
+    _write_entries(registry_file, entries)
+    try:
+        load_registry()  # the registry as a whole must still load
+    except RegistryError as exc:
+        _write_entries(registry_file, entries[:-1])
+        raise AddError(f"{path}: {exc}") from None
+    return Added(spec, page_count, text_layer, new_jurisdiction, stored, tuple(notes))
+
+
+def remove_document(key: str, *, state_dir: Path | None = None) -> DocumentSpec:
+    """Take ``key`` out of the user registry; :class:`AddError` when it is not there (a shipped
+    document is named as such)."""
+    registry_file = user_registry_path(state_dir)
+    entries = _entries(registry_file)
+    kept = [e for e in entries if e.get("key") != key]
+    if len(kept) == len(entries):
+        if key in load_registry():
+            raise AddError(f"{key!r} is a shipped document, not one added with "
+                           "`documents add`; it cannot be removed here")  # fmt: skip
+        raise AddError(f"no document {key!r} in the user registry {registry_file}")
+    removed = next(e for e in entries if e.get("key") == key)
+    _write_entries(registry_file, kept)
+    return DocumentSpec.model_validate(removed)
+
+
+def user_keys(state_dir: Path | None = None) -> set[str]:
+    path = user_registry_path(state_dir)
+    return {spec.key for spec in parse_registry_file(path)} if path.is_file() else set()
+
+
+def _entries(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return list(data.get("documents") or [])
+
+
+def _write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
+    header = ("# Documents added with `civicsetu documents add` (same schema as the shipped "
+              "data/documents.yaml).\n")  # fmt: skip
+    body = yaml.safe_dump({"schema_version": SCHEMA_VERSION, "documents": entries},
+                          sort_keys=False, allow_unicode=True)  # fmt: skip
+    write_atomic(path, (header + body).encode("utf-8"))
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc)
