@@ -1,0 +1,161 @@
+"""``civicsetu documents add | list | remove`` (issue 14): a state the code has never named,
+added from a PDF, becomes a partition that ``materialize`` ingests end to end and ``ask``
+answers from; bad input is refused with one line and nothing registered."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from civicsetu_pipelines_tests.pdfgen import (
+    encrypted_pdf,
+    scanned_pdf,
+    write_bytes,
+    write_pdf,
+    zero_page_pdf_bytes,
+)
+
+CLI = str(Path(sys.executable).with_name("civicsetu"))
+TITLE = "Bihar Real Estate (Regulation and Development) Rules, 2017"
+BODY = ("The promoter shall maintain the accounts of the project and shall produce them "
+        "before the Authority whenever it so directs, within the time it specifies.")  # fmt: skip
+RULES = [
+    (
+        "Short title and commencement",
+        "These rules may be called the Bihar Real Estate "
+        "(Regulation and Development) Rules, 2017. They come into force on publication.",
+    ),
+    (
+        "Definitions",
+        "In these rules, unless the context otherwise requires, the Act means the "
+        "Real Estate (Regulation and Development) Act, 2016.",
+    ),
+    (
+        "Refund of amount on delay in possession",
+        "Where the promoter fails to give possession "
+        "of the apartment by the date specified in the agreement for sale, the promoter shall "
+        "refund the amount received with interest at the State Bank of India highest marginal "
+        "cost of lending rate plus two per cent within forty-five days, as required by section "
+        "18 of the Act.",
+    ),
+    ("Accounts of the project", BODY),
+]
+
+
+def _rules_pages() -> list[list[str]]:
+    rows = ["GOVERNMENT OF BIHAR", "URBAN DEVELOPMENT AND HOUSING DEPARTMENT", "NOTIFICATION",
+            f"The Governor of Bihar makes the following rules, namely:- {BODY}"]  # fmt: skip
+    for n, (title, text) in enumerate(RULES, 1):
+        rows += [f"{n}. {title}.— {text}", f"(2) {BODY}"]
+    return [rows]
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture
+def env(tmp_path: Path, store_db: str) -> dict[str, str]:
+    environment = dict(os.environ)
+    environment["CIVICSETU_STATE_DIR"] = str(tmp_path / "state")
+    environment["CIVICSETU_DATABASE_URL"] = store_db
+    environment["CIVICSETU_OFFLINE"] = "1"
+    return environment
+
+
+def test_a_new_state_from_a_pdf_to_an_answer_with_no_code_change(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    pdf = write_pdf(tmp_path / "bihar_rules.pdf", _rules_pages())
+    added = _run(["documents", "add", str(pdf), "-j", "IN-BR", "--kind", "rules", "--title",
+                  TITLE, "--effective-from", "2017-05-01"], env)  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    key = "bihar_real_estate_regulation_and_development_rules_2017"
+    assert f"added {key!r}: rules of BIHAR" in added.stdout
+    assert "new partition" in added.stdout and "has a text layer" in added.stdout
+    listed = json.loads(_run(["documents", "list", "--json"], env).stdout)
+    mine = [d for d in listed if d["key"] == key]
+    assert mine and mine[0]["origin"] == "added" and mine[0]["jurisdiction"] == "BIHAR"
+    assert any(d["origin"] == "shipped" for d in listed)
+    stored = Path(env["CIVICSETU_STATE_DIR"]) / "storage" / "pdfs"
+    assert len(list(stored.glob("*.pdf"))) == 1  # the content-addressed copy
+
+    # the partition the Dagster UI shows comes from the registry
+    code = (
+        "from civicsetu_pipelines.definitions import defs; "
+        "print(defs.resolve_job_def('ingest_job').partitions_def.get_partition_keys())"
+    )
+    keys = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True, timeout=300).stdout  # fmt: skip
+    assert "BIHAR" in keys
+
+    run = _run(["materialize", "-j", "bihar"], env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    question = "When must the promoter refund the amount with interest for delay in possession?"
+    asked = _run(["ask", question, "-j", "BIHAR", "--json"], env)
+    assert asked.returncode == 0, asked.stderr
+    result = json.loads(asked.stdout)
+    assert result["status"] == "answered", result
+    cited = {(c["document"], c["label"]) for c in result["citations"]}
+    assert (key, "Rule 3") in cited, cited
+
+    removed = _run(["documents", "remove", key], env)
+    assert removed.returncode == 0, removed.stderr
+    assert "retire its rows" in removed.stdout
+    listed = json.loads(_run(["documents", "list", "--json"], env).stdout)
+    assert key not in {d["key"] for d in listed}
+    shipped = _run(["documents", "remove", "rera_act_2016"], env)
+    assert shipped.returncode == 2 and "shipped document" in shipped.stderr
+
+
+def test_bad_input_is_refused_with_one_line_and_nothing_registered(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+
+    good = write_pdf(tmp_path / "good.pdf", _rules_pages())
+    text = tmp_path / "notes.pdf"
+    text.write_text("these are not the rules\n")
+    locked = encrypted_pdf(tmp_path / "locked.pdf", _rules_pages())
+    empty = write_bytes(tmp_path / "empty.pdf", zero_page_pdf_bytes())
+    base = ["--kind", "rules", "--title", TITLE]
+    cases = {
+        "not a PDF": [str(text), "-j", "BIHAR", *base],
+        "encrypted": [str(locked), "-j", "BIHAR", *base],
+        "no pages": [str(empty), "-j", "BIHAR", *base],
+        "unknown jurisdiction 'ATLANTIS'": [str(good), "-j", "ATLANTIS", *base],
+        "unknown kind 'memo'": [str(good), "-j", "BIHAR", "--kind", "memo", "--title", TITLE],
+        "already registered; choose another": [
+            str(good),
+            "-j",
+            "BIHAR",
+            *base,
+            "--key",
+            "rera_act_2016",
+        ],  # fmt: skip
+        "page 9 is outside the document": [str(good), "-j", "BIHAR", *base, "--pages", "1-9"],
+        "no such file": [str(tmp_path / "missing.pdf"), "-j", "BIHAR", *base],
+    }
+    if (DEFAULT_MIRROR / "rera_act_2016.pdf").is_file():
+        cases["already registered as 'rera_act_2016'"] = [
+            str(DEFAULT_MIRROR / "rera_act_2016.pdf"), "-j", "CENTRAL", "--kind", "act",
+            "--title", "The Act again"]  # fmt: skip
+    state = Path(env["CIVICSETU_STATE_DIR"])
+    for expected, args in cases.items():
+        result = _run(["documents", "add", *args], env)
+        assert result.returncode == 2, (expected, result.stdout, result.stderr)
+        message = " ".join(result.stderr.split())
+        assert expected in message, (expected, message)
+        assert "Traceback" not in result.stderr
+        assert not (state / "registry").exists() and not (state / "storage").exists(), expected
+
+    scan = scanned_pdf(tmp_path / "scan.pdf", _rules_pages())
+    accepted = _run(["documents", "add", str(scan), "-j", "Bihar", "--kind", "rules",
+                     "--title", "Bihar Scanned Rules, 2018", "--language", "hin"], env)  # fmt: skip
+    assert accepted.returncode == 0, accepted.stderr
+    assert "no text layer: its pages will be OCR'd in 'hin'" in accepted.stdout
