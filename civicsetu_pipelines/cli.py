@@ -307,7 +307,8 @@ def ask(
         out.print(result["answer"], markup=False, highlight=False)
         out.print(f"\nconfidence: {result['confidence']}")
         for c in result["citations"]:
-            out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}, {c['document_title']}, "
+            law = " (case law)" if c.get("case_law") else ""
+            out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}{law}, {c['document_title']}, "
                       f"page {c['page']} - {c['source_url']}", markup=False)  # fmt: skip
     out.print(f"\n{result['disclaimer']}", style="dim")
     console.print(f"{result['timings_ms']['total']:.0f} ms")

@@ -31,6 +31,7 @@ from civicsetu_pipelines.answer.ranking import SYNONYMS, Candidate, term_overlap
 from civicsetu_pipelines.answer.retrieval import ReferenceResolution
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.base import canonical_flat
+from civicsetu_pipelines.ingest import is_case_law
 
 DISCLAIMER = (
     "Extracts quoted from the stored gazette text with their citations; not legal advice. "
@@ -257,6 +258,8 @@ class Composer:
                         "jurisdiction": row["jurisdiction"],
                         "document": row["document_key"],
                         "document_title": row.get("document_title") or row["document_key"],
+                        # a court's or tribunal's reasoning, not the law itself: labelled so
+                        "case_law": is_case_law(str(row.get("doc_type") or "")),
                         "label": row["label"],
                         "section": row["section_label"],
                         "page": page,
@@ -337,7 +340,7 @@ class Comparison:
             if not side["citations"]:
                 lines.append("  (no provision found in the stored corpus)")
             for c in side["citations"]:
-                lines.append(f'  {c["label"]} ({c["document_title"]}): "{c["quote"]}" [{c["n"]}]')
+                lines.append(f'  {_heading(c)}: "{c["quote"]}" [{c["n"]}]')
         return {
             "status": "answered",
             "refusal_reason": None,
@@ -500,7 +503,7 @@ def render_answer(citations: Sequence[Mapping[str, Any]]) -> str:
     for c in citations:
         head = (str(c["document"]), str(c["label"]))
         if head != last:
-            lines.append(f"{c['label']} ({c['document_title']}):")
+            lines.append(f"{_heading(c)}:")
             last = head
         lines.append(f'  "{c["quote"]}" [{c["n"]}]')
     return "\n".join(lines)
@@ -531,3 +534,10 @@ def confidence(query: Query, ranked: Sequence[Candidate]) -> str:
 def min_confidence(levels: Sequence[str]) -> str:
     order = ["low", "medium", "high"]
     return min(levels, key=order.index) if levels else "low"
+
+
+def _heading(citation: Mapping[str, Any]) -> str:
+    """``Section 18 (The Real Estate ... Act)``; case law says so: ``Paragraph 12 (Neelkamal
+    ... v. Union of India; case law)``."""
+    law = "; case law" if citation.get("case_law") else ""
+    return f"{citation['label']} ({citation['document_title']}{law})"

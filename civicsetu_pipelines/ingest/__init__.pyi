@@ -15,6 +15,11 @@ from .inspection import (
     inspect_pdf as inspect_pdf,
     parse_page_ranges as parse_page_ranges,
 )
+from .kinds import (
+    is_case_law as is_case_law,
+    kind_names as kind_names,
+    load_kinds as load_kinds,
+)
 from .pages import (
     PdfError as PdfError,
 )

@@ -67,6 +67,12 @@ def kind_names() -> tuple[str, ...]:
     return tuple(load_kinds())
 
 
+def is_case_law(kind: str) -> bool:
+    """Whether documents of ``kind`` are case law (a judgment), not legislation."""
+    found = load_kinds().get(kind)
+    return found is not None and found.case_law
+
+
 def unit_words() -> dict[str, tuple[str, str]]:
     """Kind -> (unit, Unit label): ``{"rules": ("rule", "Rule"), ...}``."""
     return {name: (kind.unit, kind.unit_label) for name, kind in load_kinds().items()}

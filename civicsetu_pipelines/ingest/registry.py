@@ -93,6 +93,42 @@ def _check_url(value: str) -> str:
     return value
 
 
+_UNIT_RANGE = re.compile(r"^\s*(\d{1,3})\s*(?:-\s*(\d{1,3})\s*)?$")
+
+
+class Commencement(BaseModel):
+    """Units of a document that came into force later than the document, by a notification:
+    ``{units: "3-19, 40", from: 2017-05-01, by: rera_commencement_notification_2017}``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    units: str = Field(description="Unit numbers and ranges: '3-19, 40, 59-70'.")
+    from_date: dt.date = Field(alias="from")
+    by: str = Field(description="The key of the registered document that appointed the date.")
+
+    @field_validator("units")
+    @classmethod
+    def _units(cls, value: str) -> str:
+        for part in value.split(","):
+            match = _UNIT_RANGE.match(part)
+            if not match or int(match.group(2) or match.group(1)) < int(match.group(1)):
+                raise ValueError(f"units must be numbers and ranges like '3-19, 40', got {value!r}")
+        return value
+
+    def covers(self, number: str) -> bool:
+        """Whether unit ``number`` ("18", "18A") is among :attr:`units`."""
+        digits = re.match(r"\d+", number or "")
+        if digits is None:
+            return False
+        n = int(digits.group())
+        for part in self.units.split(","):
+            match = _UNIT_RANGE.match(part)
+            assert match is not None
+            if int(match.group(1)) <= n <= int(match.group(2) or match.group(1)):
+                return True
+        return False
+
+
 class DocumentSpec(BaseModel):
     """One legal document in the registry (immutable)."""
 
@@ -113,6 +149,9 @@ class DocumentSpec(BaseModel):
     language: str = "eng"
     status: Status = Status.IN_FORCE
     notes: str = ""
+    commencement: tuple[Commencement, ...] = Field(
+        default=(), description="Units in force later than effective_date, and from when."
+    )
 
     @field_validator("key")
     @classmethod
@@ -235,6 +274,12 @@ class DocumentSpec(BaseModel):
     @property
     def is_pinned(self) -> bool:
         return self.sha256 is not None
+
+    def in_force_from(self, number: str) -> dt.date:
+        """The day top-level unit ``number`` came into force: its commencement's date, else the
+        document's ``effective_date``."""
+        dates = [c.from_date for c in self.commencement if c.covers(number)]
+        return max(dates) if dates else self.effective_date
 
     def pages_to_ingest(self, page_count: int) -> list[int]:
         """0-based page indexes to ingest from a PDF with ``page_count`` pages.
@@ -425,6 +470,12 @@ def _combine(files: Iterable[tuple[Path, list[DocumentSpec]]]) -> Registry:
                     )
                 pin_owner[spec.sha256] = (spec.key, path)
             specs.append(spec)
+    keys = set(owner)
+    for spec in specs:
+        for item in spec.commencement:
+            if item.by not in keys:
+                raise RegistryError(f"{owner[spec.key]}: document {spec.key!r}: commencement by "
+                                    f"{item.by!r}, which is not a registered document")  # fmt: skip
     return Registry(specs=tuple(specs), sources=tuple(sources))
 
 

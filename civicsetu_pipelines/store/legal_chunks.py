@@ -12,7 +12,8 @@ back, and two loads of one jurisdiction run one after the other. Within it:
   ``superseded`` with ``valid_to`` = the new ``valid_from`` (the registry's effective date when
   it is later than the old version's, else the ingestion date);
 * chunk rows are upserted: new rows inserted, changed rows updated, unchanged rows untouched;
-  rows that vanished from a version are superseded;
+  rows that vanished from a version are superseded; a row in force later than its document (a
+  unit a commencement notification brought into force, ``in_force_from``) is valid from then;
 * documents no longer in the registry are retired the same way (never left current);
 * documents that failed this run are not touched: their previous data stays served.
 """
@@ -40,6 +41,7 @@ CHUNK_FIELDS = (
 )  # fmt: skip
 STAGE_FIELDS = (
     *CHUNK_FIELDS, "row_sha256", "content_sha256", "model_id", "embedding", "embedding_windows",
+    "in_force_from",  # a unit in force later than its document (a commencement notification)
 )  # fmt: skip
 
 
@@ -189,7 +191,8 @@ CREATE TEMP TABLE stage_chunks (
     number text, legal_path text, label text, section_label text, title text, chapter text,
     text text, page_start integer, page_end integer, char_start integer, char_end integer,
     parent_id uuid, ordinal integer, level integer, flags jsonb, row_sha256 text,
-    content_sha256 text, model_id text, embedding vector, embedding_windows integer
+    content_sha256 text, model_id text, embedding vector, embedding_windows integer,
+    in_force_from date
 ) ON COMMIT DROP
 """
 
@@ -203,7 +206,8 @@ INSERT INTO legal_chunks (
 SELECT chunk_id, document_key, jurisdiction, doc_type, unit, number, legal_path, label,
        section_label, title, chapter, text, page_start, page_end, char_start, char_end,
        parent_id, ordinal, level, flags, row_sha256, content_sha256, model_id, embedding,
-       embedding_windows, %(version_id)s, 'current', %(valid_from)s, NULL
+       embedding_windows, %(version_id)s, 'current',
+       GREATEST(%(valid_from)s::date, COALESCE(in_force_from, %(valid_from)s::date)), NULL
 FROM stage_chunks WHERE document_key = %(document_key)s
 ON CONFLICT (chunk_id, version_id) DO UPDATE SET
     doc_type = EXCLUDED.doc_type, unit = EXCLUDED.unit, number = EXCLUDED.number,
@@ -216,9 +220,10 @@ ON CONFLICT (chunk_id, version_id) DO UPDATE SET
     row_sha256 = EXCLUDED.row_sha256, content_sha256 = EXCLUDED.content_sha256,
     model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
     embedding_windows = EXCLUDED.embedding_windows, status = 'current', valid_to = NULL,
-    updated_at = now()
-WHERE (legal_chunks.row_sha256, legal_chunks.model_id, legal_chunks.status)
-      IS DISTINCT FROM (EXCLUDED.row_sha256, EXCLUDED.model_id, 'current')
+    valid_from = EXCLUDED.valid_from, updated_at = now()
+WHERE (legal_chunks.row_sha256, legal_chunks.model_id, legal_chunks.status,
+       legal_chunks.valid_from)
+      IS DISTINCT FROM (EXCLUDED.row_sha256, EXCLUDED.model_id, 'current', EXCLUDED.valid_from)
 RETURNING (xmax = 0) AS inserted
 """
 

@@ -217,8 +217,15 @@ def test_as_of_reads_the_versions_in_force_on_that_date(engine: QueryEngine) -> 
     assert "2017-01-01" in before["answer"]
     after = engine.answer("What is rule 16 of the Gujarat rules?", as_of="2018-01-01")
     assert after["status"] == "answered"
-    act = engine.answer("What does Section 18 say?", as_of="2016-06-01")
-    assert act["status"] == "answered"
+    # Section 20 commenced on 2016-05-01; section 18 only on 2017-05-01 (S.O. 1216(E), the
+    # registry's commencement of the Act): before that day it is not served as in force.
+    assert engine.answer("What does Section 20 say?", as_of="2016-06-01")["status"] == "answered"
+    early = engine.answer("What does Section 18 say?", as_of="2017-04-30")
+    assert (early["status"], early["refusal_reason"]) == ("refused", "no_relevant_data")
+    assert "2017-04-30" in early["answer"]
+    later = engine.answer("What does Section 18 say?", as_of="2017-05-01")
+    assert later["status"] == "answered"
+    assert {c["label"] for c in later["citations"]} & {"Section 18", "Section 18(1)"}
     nothing = engine.answer("What does Section 18 say?", as_of="2015-01-01")
     assert nothing["status"] == "refused"
 

@@ -194,6 +194,9 @@ def legal_chunks(
             if row.get(name) is not None and row[name] != row[name]:  # NaN from Parquet
                 row[name] = None
         row["row_sha256"] = row_sha256(row)
+        spec = registry.get(row["document_key"])
+        if spec.commencement and row.get("number"):
+            row["in_force_from"] = spec.in_force_from(str(row["number"]))
         rows.append(row)
     started = time.monotonic()
     with postgres.connect() as conn:
