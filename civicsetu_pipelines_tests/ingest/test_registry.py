@@ -457,3 +457,62 @@ def test_curated_derivations_need_the_right_top_level(tmp_path: Path) -> None:
     path.write_text("derivations: []\n")
     with pytest.raises(RegistryError, match="schema_version"):
         load_curated_derivations(path)
+
+
+# ------------------------------------------------------- jurisdictions, kinds, commencement
+
+
+def test_every_state_and_union_territory_is_data_with_its_iso_code() -> None:
+    from civicsetu_pipelines.base import (
+        UnknownJurisdictionError,
+        jurisdiction_code,
+        load_jurisdictions as table,
+    )
+
+    items = table().items
+    current = [j for j in items if j.merged_on is None]
+    assert sum(j.kind == "state" for j in current) == 28
+    assert sum(j.kind == "union_territory" for j in current) == 8
+    assert len({j.iso for j in items}) == len(items)  # one ISO 3166-2:IN code each
+    merged = {j.code: j.merged_into for j in items if j.merged_on is not None}
+    dnhdd = "DADRA_AND_NAGAR_HAVELI_AND_DAMAN_AND_DIU"
+    assert merged == {"DAMAN_AND_DIU": dnhdd, "DADRA_AND_NAGAR_HAVELI": dnhdd}
+    names = {
+        "IN-AP": "ANDHRA_PRADESH",
+        "andhra pradesh": "ANDHRA_PRADESH",
+        "Orissa": "ODISHA",
+        "IN-OR": "ODISHA",
+        "Daman and Diu": "DAMAN_AND_DIU",
+        "centre": "CENTRAL",
+        "J&K": "JAMMU_AND_KASHMIR",
+    }
+    for name, code in names.items():
+        assert jurisdiction_code(name) == code, name
+    with pytest.raises(UnknownJurisdictionError, match="did you mean KARNATAKA"):
+        jurisdiction_code("KARNATKA")
+
+
+def test_kinds_are_data() -> None:
+    from civicsetu_pipelines.ingest.headings import UNIT_WORD
+    from civicsetu_pipelines.ingest.kinds import is_case_law, kind_names
+
+    assert set(kind_names()) >= {"act", "rules", "regulations", "faq", "order", "judgment"}
+    assert is_case_law("judgment") and not is_case_law("rules") and not is_case_law("unknown")
+    assert UNIT_WORD["judgment"] == ("paragraph", "Paragraph")
+    assert _spec(doc_type="judgment").doc_type == "judgment"
+
+
+def test_commencement_dates_units_later_than_their_document(tmp_path: Path) -> None:
+    act = load_registry(include_seed=False).get("rera_act_2016")
+    assert act.in_force_from("2") == dt.date(2016, 5, 1)
+    for number in ("3", "18", "19", "40", "59", "70", "79", "80"):
+        assert act.in_force_from(number) == dt.date(2017, 5, 1), number
+    assert act.in_force_from("20") == act.in_force_from("81") == dt.date(2016, 5, 1)
+    orphan = _doc(commencement=[{"units": "3-5", "from": "2017-05-01", "by": "no_such_notice"}])
+    path = _write(tmp_path / "docs.yaml", [orphan])
+    with pytest.raises(RegistryError, match="commencement by 'no_such_notice'"):
+        load_registry(paths=[path])
+    backwards = {"units": "19-3", "from": "2017-05-01", "by": "x"}
+    bad = _write(tmp_path / "bad.yaml", [_doc(commencement=[backwards])])
+    with pytest.raises(RegistryError, match="units must be numbers and ranges"):
+        load_registry(paths=[bad])
