@@ -159,3 +159,4 @@ def test_bad_input_is_refused_with_one_line_and_nothing_registered(
                      "--title", "Bihar Scanned Rules, 2018", "--language", "hin"], env)  # fmt: skip
     assert accepted.returncode == 0, accepted.stderr
     assert "no text layer: its pages will be OCR'd in 'hin'" in accepted.stdout
+    assert "Tesseract and its language data are installed" in accepted.stdout  # setup: hin

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -174,8 +175,8 @@ def add_document(
         raise AddError(f"{path}: {_first_error(exc)}") from None
     notes: list[str] = []
     if not text_layer:
-        ocr = "Tesseract is installed" if tesseract_available() else "Tesseract is NOT installed"
-        notes.append(f"no text layer: its pages will be OCR'd in {language!r} ({ocr})")
+        notes.append(f"no text layer: its pages will be OCR'd in {language!r} "
+                     f"({_ocr_readiness(language)})")  # fmt: skip
     new_jurisdiction = code not in registry.jurisdictions()
     if new_jurisdiction:
         name = load_jurisdictions().by_code[code].name
@@ -193,6 +194,18 @@ def add_document(
         _write_entries(registry_file, entries[:-1])
         raise AddError(f"{path}: {exc}") from None
     return Added(spec, page_count, text_layer, new_jurisdiction, stored, tuple(notes))
+
+
+def _ocr_readiness(language: str) -> str:
+    """Whether Tesseract and its data for ``language`` ("kan+eng") are installed."""
+    if not tesseract_available():
+        return "Tesseract is NOT installed: install tesseract-ocr before materializing"
+    listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True,
+                            check=False, timeout=60).stdout.split()  # fmt: skip
+    missing = [code for code in language.split("+") if code not in listed]
+    if missing:
+        return f"Tesseract has no data for {', '.join(missing)}: install tesseract-ocr-{missing[0]}"
+    return "Tesseract and its language data are installed"
 
 
 def remove_document(key: str, *, state_dir: Path | None = None) -> DocumentSpec:
