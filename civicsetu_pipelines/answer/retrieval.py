@@ -207,10 +207,11 @@ def resolve_references(
 
 def _by_document_title(rows: list[dict[str, Any]], context: str) -> list[dict[str, Any]]:
     """Of the same label in several documents, the one whose title the question echoes
-    ("Gujarat General Rule 9": the General Rules), when exactly one does best."""
+    ("Gujarat General Rule 9": the General Rules), when exactly one does best. Numbers are no
+    echo: the question's "rule 16" is not the "16" of a notification number in a title."""
     if len(rows) < 2 or not context:
         return rows
-    asked = stems(context)
+    asked = {word for word in stems(context) if not any(ch.isdigit() for ch in word)}
     generic = {"rule", "real", "estate", "regulation", "development", "the", "of", "and"}
     scores = [len((stems(str(r.get("document_title") or "")) & asked) - generic) for r in rows]
     best = max(scores)

@@ -23,7 +23,7 @@ from civicsetu_pipelines.evaluate.scoring import (
 from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines_tests.conftest import CorpusStore
 
-JURISDICTIONS = {"CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"}
+JURISDICTIONS = {"CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA", "UTTAR_PRADESH"}
 
 
 def test_the_golden_file_covers_what_the_issue_asks() -> None:
