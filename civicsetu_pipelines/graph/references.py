@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-_NUM = r"\d{1,3}[A-Z]{0,2}"
+_NUM = r"\d{1,3}[A-Z]{0,2}(?!,\d)"  # not the "10" of an amount "10,000"
 _SUB = r"\(\s*\d{1,3}[A-Z]?\s*\)"
 _CLAUSE = r"\(\s*[a-z]{1,2}\s*\)"
 _SUBCLAUSE = r"\(\s*[ivxl]{1,6}\s*\)"
@@ -43,7 +43,8 @@ _CHAIN = re.compile(
       (?P<subkind>(?i:sub-sections?|sub\s*sections?|sub-rules?|sub\s*rules?))
       \s+(?P<sub>{_SUB}(?:{_AND}{_SUB})*)\s+of\s+
     )?
-    (?P<kind>(?i:sections?|s\.|rules?)|regulations?)\s*  # "Regulation" capitalized is a name
+    (?P<kind>(?i:sections?|(?<![A-Za-z])s\.|rules?)|regulations?)\s*  # "Regulation": a name
+    # ("Rs. 600" is rupees, not "s. 600")
     (?P<numbers>{_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?(?:\s*{_SUBCLAUSE})?
        (?:(?:{_AND}|\s+to\s+){_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?)*)
     """,

@@ -198,3 +198,10 @@ def test_a_list_of_sections_of_another_act_across_a_line_break_is_external() -> 
     found = extract_references(text)
     assert [r.kind for r in found] == ["external", "external"]
     assert found[0].external == "section 123 of Indian Evidence Act, 1872"
+
+
+def test_rupee_amounts_are_not_sections() -> None:
+    """Judgments and OCR'd rules print amounts as "Rs. 600" and "Rs.10,000": read as "s. 600"
+    and "s.10" they were citations of sections that do not exist."""
+    text = "a fee of Rs. 600, a deposit of Rs.10,000 and Rs.1,46,10,000 under s. 124, 126"
+    assert [r.label for r in extract_references(text)] == ["Section 124", "Section 126"]
