@@ -185,17 +185,22 @@ def unread_regions(ink: npt.NDArray[np.bool_], words: Sequence[_PixelWord]) -> i
 
 def _lines(words: list[_PixelWord], scale: float, width: float) -> tuple[list[OcrLine], float]:
     """Words (pixels) as lines in PDF points, split at column gaps and at the margin gutter;
-    and the words' mean confidence."""
+    and the words' mean confidence. A line (or column part of one) of nothing but specks is
+    dropped; a speck inside a line of real words stays, as printed."""
     lines: dict[tuple[int, int, int], list[Word]] = {}
+    specks: set[Word] = set()
     for w in words:
         box = (w.left * scale, w.top * scale, (w.left + w.width) * scale)
-        lines.setdefault(w.line, []).append((*box, (w.top + w.height) * scale, w.text))
-    gutter = _gutter([w for line in lines.values() for w in line], width)
+        word = (*box, (w.top + w.height) * scale, w.text)
+        lines.setdefault(w.line, []).append(word)
+        if is_speck(w.text, w.confidence):
+            specks.add(word)
+    gutter = _gutter([w for line in lines.values() for w in line if w not in specks], width)
     rows = []
     for line in lines.values():
         for part in _split_at_gaps(sorted(line), gutter):
             text = canonicalize(" ".join(w[4] for w in part))
-            if text:
+            if text and not all(w in specks for w in part):
                 rows.append(
                     OcrLine(
                         text,
@@ -204,7 +209,7 @@ def _lines(words: list[_PixelWord], scale: float, width: float) -> tuple[list[Oc
                         max(w[2] for w in part),
                         max(w[3] for w in part),
                         gutter is not None
-                        and max(w[2] for w in part) <= gutter
+                        and max(w[2] for w in part if w not in specks) <= gutter
                         and not is_number(part[0][4]),
                     )
                 )
@@ -290,6 +295,18 @@ def _gutter(words: list[Word], width: float) -> float | None:
 def _is_mark(text: str) -> bool:
     """A rule number, a sub-rule marker or a speck: a short token that is not a word."""
     return len(text) <= MAX_MARK_CHARS and not _NOTE_WORD.match(text)
+
+
+SPECK_CONFIDENCE = 40.0  # below this, a word of at most SPECK_CHARS is a speck read as text
+SPECK_CHARS = 3
+
+
+def is_speck(text: str, confidence: float) -> bool:
+    """Scan noise Tesseract read as a short word ("Te", "ue", "“wy", ":" at 9-35% confidence):
+    a line of it joined the margin note below ("Te Withdrawal of sums ...") and moved the note
+    off its rule's line. Real short English words are read at 80% and more."""
+    short = len(text.strip()) <= SPECK_CHARS and not _NUMBER.match(text)  # "24-" is a rule
+    return confidence < SPECK_CONFIDENCE and short
 
 
 def is_number(text: str) -> bool:

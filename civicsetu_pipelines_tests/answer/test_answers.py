@@ -182,9 +182,9 @@ def test_out_of_scope_questions_are_refused(engine: QueryEngine, question: str) 
 
 
 def test_places_outside_the_corpus_are_out_of_scope(engine: QueryEngine) -> None:
-    result = engine.answer("What is the registration fee for a project in Maharashtra?")
+    result = engine.answer("What is the registration fee for a project in Kerala?")
     assert (result["status"], result["refusal_reason"]) == ("refused", "out_of_scope")
-    assert "Maharashtra" in result["answer"]
+    assert "Kerala" in result["answer"]
 
 
 @pytest.mark.parametrize("question", ["help", "Tell me about the rules", "What is it?"])
@@ -283,7 +283,8 @@ def test_sql_injection_is_just_text(engine: QueryEngine, corpus_store: CorpusSto
         assert result["status"] in {"answered", "refused"}
     with connect(corpus_store.database_url) as conn:
         assert conn.execute("SELECT count(*) FROM legal_chunks").fetchone()[0] > 500  # type: ignore[index]
-        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == 9  # type: ignore[index]
+        documents = len(load_registry(include_seed=False).documents())
+        assert conn.execute("SELECT count(*) FROM documents").fetchone()[0] == documents  # type: ignore[index]
 
 
 def test_prompt_injection_in_a_question_changes_nothing(engine: QueryEngine) -> None:

@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -229,11 +230,23 @@ def _check(env: Any, result: Any, asset: str, name: str) -> Any:
     return checks[(asset, name)]
 
 
-def test_fetch_failures_flag_only_their_document(ingest_env: Any, pg_url: str) -> None:
-    """CENTRAL: the Act's file fails its pin, the FAQ's is an HTML page, the seed Act is good."""
+CENTRAL_OTHERS = ("rera_removal_of_difficulties_order_2016", "rera_commencement_notification_2017")
+
+
+def _copy_from_corpus(env: Any, corpus_dir: Path, keys: Sequence[str]) -> None:
+    for key in keys:
+        shutil.copy(corpus_dir / _mirror_name(key), env.mirror)
+
+
+def test_fetch_failures_flag_only_their_document(
+    ingest_env: Any, pg_url: str, corpus_dir: Path
+) -> None:
+    """CENTRAL: the Act's file fails its pin, the FAQ's is an HTML page, the seed Act and the
+    other documents are good."""
     env = ingest_env
     env.seed()
     env.use_database(pg_url)
+    _copy_from_corpus(env, corpus_dir, CENTRAL_OTHERS)
     write_pdf(env.mirror / _mirror_name("rera_act_2016"), act_pages(3))  # not the pinned bytes
     write_bytes(env.mirror / _mirror_name("rera_faq_2017"), HTML_ERROR_PAGE)
     write_pdf(env.mirror / _mirror_name(SEED_KEY), act_pages(12))
@@ -255,11 +268,12 @@ def test_fetch_failures_flag_only_their_document(ingest_env: Any, pg_url: str) -
         "rera_act_2016": "failed",
         "rera_faq_2017": "failed",
         SEED_KEY: "ok",
+        **dict.fromkeys(CENTRAL_OTHERS, "ok"),
     }
 
     assert _check(env, result, "parsed_pages", "all_documents_parsed").passed
     chunks = env.frame("section_chunks", "CENTRAL")
-    assert set(chunks["document_key"]) == {SEED_KEY}
+    assert set(chunks["document_key"]) == {SEED_KEY, *CENTRAL_OTHERS}
     top = chunks[chunks["level"] == 0]
     assert [x for x in top["label"] if x.startswith("Section")] == [
         f"Section {n}" for n in range(1, 13)
@@ -267,13 +281,13 @@ def test_fetch_failures_flag_only_their_document(ingest_env: Any, pg_url: str) -
     assert set(top["title"][top["unit"] == "section"]) == {
         f"Heading of section {n}" for n in range(1, 13)
     }
-    structure = env.frame("document_structure", "CENTRAL")
-    assert structure["document_key"].tolist() == [SEED_KEY]
-    assert structure["coverage"].iloc[0] >= 0.99
+    structure = env.frame("document_structure", "CENTRAL").set_index("document_key")
+    assert set(structure.index) == {SEED_KEY, *CENTRAL_OTHERS}
+    assert structure.loc[SEED_KEY, "coverage"] >= 0.99
 
     with connect(pg_url) as conn:
         stats = {r["key"]: r for r in read_stats(conn) if r["jurisdiction"] == "CENTRAL"}
-    assert set(stats) == {"rera_act_2016", "rera_faq_2017", SEED_KEY}
+    assert set(stats) == {"rera_act_2016", "rera_faq_2017", SEED_KEY, *CENTRAL_OTHERS}
     assert stats[SEED_KEY]["ingest_status"] == "ok" and stats[SEED_KEY]["error"] is None
     assert stats[SEED_KEY]["sections"] == 12
     for key in ("rera_act_2016", "rera_faq_2017"):
@@ -302,8 +316,7 @@ def test_unreadable_pdf_fails_only_its_document(
     """CENTRAL: the real Act and FAQ next to an unreadable seed document."""
     env = ingest_env
     env.seed()
-    for key in ("rera_act_2016", "rera_faq_2017"):
-        shutil.copy(corpus_dir / _mirror_name(key), env.mirror)
+    _copy_from_corpus(env, corpus_dir, ("rera_act_2016", "rera_faq_2017", *CENTRAL_OTHERS))
     BAD_SEED_FILES[kind](env.mirror / _mirror_name(SEED_KEY))
 
     result = env.run("CENTRAL")
@@ -322,7 +335,7 @@ def test_unreadable_pdf_fails_only_its_document(
     assert pages[pages["document_key"] != SEED_KEY]["error"].isna().all()
 
     chunks = env.frame("section_chunks", "CENTRAL")
-    assert set(chunks["document_key"]) == {"rera_act_2016", "rera_faq_2017"}
+    assert set(chunks["document_key"]) == {"rera_act_2016", "rera_faq_2017", *CENTRAL_OTHERS}
     structure = env.frame("document_structure", "CENTRAL").set_index("document_key")
     assert structure.loc["rera_act_2016", "sections"] == 92
     assert (structure["coverage"] >= 0.99).all()
@@ -350,8 +363,7 @@ def test_scanned_document_is_ocrd_or_flagged(ingest_env: Any, corpus_dir: Path) 
     """CENTRAL: the real Act and FAQ next to an image-only PDF of a short Act."""
     env = ingest_env
     env.seed()
-    for key in ("rera_act_2016", "rera_faq_2017"):
-        shutil.copy(corpus_dir / _mirror_name(key), env.mirror)
+    _copy_from_corpus(env, corpus_dir, ("rera_act_2016", "rera_faq_2017", *CENTRAL_OTHERS))
     scanned_pdf(
         env.mirror / _mirror_name(SEED_KEY),
         [

@@ -384,12 +384,24 @@ def test_inspect_up_rules_scanned_from_the_corpus(corpus_dir: Path) -> None:
     assert titles["Rule 15"].endswith("allottee.-")
     assert titles["Rule 16"] == "Timelines for refund.-"
     assert titles["Rule 36"] == "Report and Returns.-"
+    # a line of specks above a note ("Te", "ue" at 20% confidence) does not join it
+    assert titles["Rule 6"].startswith("Grant or rejection of registration")
+    assert titles["Rule 24"].startswith("Manner of implementation of order")
     checks = {c["name"]: c for c in found["checks"]}
     assert checks["cited_units"]["passed"], checks["cited_units"]
     assert sum(u["label"].startswith("Form ") for u in found["units"]) >= 10
     assert found["ocr_pages"] == 44 and set(found["ocr_unread_pages"]) <= set(range(1, 45))
     assert 3 not in found["ocr_unread_pages"]  # layout analysis alone lost 40% of page 3
     assert found["structure_ok"], found["checks"]
+
+
+def test_specks_are_not_words_but_rule_numbers_are() -> None:
+    from civicsetu_pipelines.ingest.ocr import is_speck
+
+    assert is_speck("Te", 19.9) and is_speck("“wy", 35.3) and is_speck(":", 9.0)
+    assert not is_speck("Te", 91.0)  # read with confidence: a word
+    assert not is_speck("24-", 30.0) and not is_speck("(a)", 12.0)  # numbers and markers stay
+    assert not is_speck("project.-", 20.0)  # longer than a speck
 
 
 def test_ocr_lines_split_at_the_margin_gutter() -> None:

@@ -29,7 +29,7 @@ from civicsetu_pipelines.ingest.registry import load_registry
 from civicsetu_pipelines.operate import gazette_watch
 from civicsetu_pipelines.operate.gazette_watch import WatchState
 
-JURISDICTIONS = ["CENTRAL", "CHANDIGARH", "GUJARAT", "KARNATAKA"]
+JURISDICTIONS = load_registry(include_seed=False).jurisdictions()
 # Two small real gazettes (CENTRAL, GUJARAT); a generated PDF stands in when the corpus is absent.
 REAL_PDFS = {
     "act.pdf": "rera_act_2016.pdf",
