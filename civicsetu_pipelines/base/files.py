@@ -1,11 +1,16 @@
-"""Writing files for people to read (pictures, reports, exports), all or nothing."""
+"""Files: written for people to read (pictures, reports, exports), all or nothing; hashed;
+and the project's versioned YAML data files read."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -24,3 +29,24 @@ def write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_data_yaml(path: Path, key: str, schema_version: int = 1) -> Any:
+    """The ``key`` entry of a versioned YAML data file (``schema_version`` and ``key`` at top
+    level); ``ValueError`` naming the file when it cannot be read or has another shape."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: cannot read {key}: {exc}") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != schema_version:
+        raise ValueError(f"{path}: expected schema_version {schema_version} and {key!r}")
+    return data.get(key)

@@ -15,9 +15,9 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from civicsetu_pipelines.base.files import read_data_yaml
 from civicsetu_pipelines.base.settings import DATA_DIR
 
 JURISDICTIONS_YAML = DATA_DIR / "jurisdictions.yaml"
@@ -98,14 +98,8 @@ class Jurisdictions:
 @cache
 def load_jurisdictions(path: Path = JURISDICTIONS_YAML) -> Jurisdictions:
     """Load and validate the jurisdiction table (cached); errors name the file and entry."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read jurisdictions: {exc}") from exc
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
-        raise ValueError(f"{path}: expected schema_version 1 and a 'jurisdictions' list")
     items = []
-    for index, entry in enumerate(data.get("jurisdictions") or [], start=1):
+    for index, entry in enumerate(read_data_yaml(path, "jurisdictions") or [], start=1):
         try:
             items.append(Jurisdiction.model_validate(entry))
         except ValidationError as exc:

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from civicsetu_pipelines.base import DocumentError
+from civicsetu_pipelines.base import DocumentError, sha256_file
 from civicsetu_pipelines.ingest.registry import DocumentSpec
 
 logger = logging.getLogger(__name__)
@@ -105,14 +105,6 @@ def _not_a_pdf_reason(head: bytes, content_type: str | None) -> str | None:
             "probably an error or landing page"
         )
     return f"not a PDF: no '%PDF-' signature in the first {MAGIC_WINDOW} bytes ({shown})"
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(CHUNK_SIZE), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _file_chunks(path: Path) -> Iterator[bytes]:
@@ -436,7 +428,7 @@ class _Downloader:
     ) -> FetchResult:
         path, meta = cached
         try:
-            actual = _sha256_file(path)
+            actual = sha256_file(path)
         except OSError:
             raise _CacheInvalid() from None
         if actual != meta["sha256"]:
@@ -503,7 +495,7 @@ def fetch_document(
     stored = cache / f"{spec.sha256}.pdf" if spec.sha256 else None
     if stored is not None and spec.filename == stored.name and stored.is_file():
         # A document added with `civicsetu documents add` lives only in the store.
-        if _sha256_file(stored) == spec.sha256:
+        if sha256_file(stored) == spec.sha256:
             size = stored.stat().st_size
             return FetchResult(key=spec.key, path=stored, sha256=str(spec.sha256), bytes=size,
                                source="store")  # fmt: skip

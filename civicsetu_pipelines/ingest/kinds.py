@@ -11,10 +11,9 @@ import re
 from functools import cache
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from civicsetu_pipelines.base import DATA_DIR
+from civicsetu_pipelines.base import DATA_DIR, read_data_yaml
 
 KINDS_YAML = DATA_DIR / "kinds.yaml"
 
@@ -48,14 +47,8 @@ class Kind(BaseModel):
 @cache
 def load_kinds(path: Path = KINDS_YAML) -> dict[str, Kind]:
     """Kind name -> :class:`Kind`, validated (cached); errors name the file and the kind."""
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{path}: cannot read kinds: {exc}") from exc
-    if not isinstance(data, dict) or data.get("schema_version") != 1:
-        raise ValueError(f"{path}: expected schema_version 1 and a 'kinds' mapping")
     kinds = {}
-    for name, entry in (data.get("kinds") or {}).items():
+    for name, entry in (read_data_yaml(path, "kinds") or {}).items():
         try:
             kinds[name] = Kind.model_validate({"name": name, **(entry or {})})
         except ValidationError as exc:

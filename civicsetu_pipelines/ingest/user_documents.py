@@ -12,7 +12,6 @@ change.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import re
 import subprocess
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from civicsetu_pipelines.base import (
     jurisdiction_code,
     load_jurisdictions,
     pdf_cache_dir,
+    sha256_file,
     write_atomic,
 )
 from civicsetu_pipelines.ingest.kinds import kind_names
@@ -110,14 +110,6 @@ def _check_pdf(path: Path) -> tuple[int, list[bool]]:
     return len(texts), texts
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 16), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def add_document(
     path: Path,
     *,
@@ -145,7 +137,7 @@ def add_document(
     ranges = page_ranges_of(pages, page_count) if pages else None
     chosen = [i for first, last in ranges for i in range(first - 1, last)] if ranges else None
     text_layer = any(text_pages[i] for i in (chosen or range(page_count)))
-    sha = _sha256(path)
+    sha = sha256_file(path)
     registry = load_registry()
     key = key or key_from_title(title)
     if key in registry:

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from civicsetu_pipelines.base import model_hub_offline
+from civicsetu_pipelines.base import model_hub_offline, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +67,6 @@ class EmbeddingConfig:
     @property
     def is_packaged(self) -> bool:
         return self.model == PACKAGED_MODEL
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def packaged_model_zip() -> Path:
