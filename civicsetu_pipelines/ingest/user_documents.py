@@ -35,7 +35,7 @@ from civicsetu_pipelines.ingest.ocr import tesseract_available
 from civicsetu_pipelines.ingest.registry import (
     SCHEMA_VERSION,
     DocumentSpec,
-    RegistryError,
+    Registry,
     load_registry,
     parse_registry_file,
     user_registry_path,
@@ -173,18 +173,16 @@ def add_document(
     if new_jurisdiction:
         name = load_jurisdictions().by_code[code].name
         notes.append(f"{name} ({code}) is a new partition: reload definitions in the Dagster UI")
+    try:
+        Registry(specs=(*registry.specs, spec))  # the registry as a whole still validates
+    except ValueError as exc:
+        raise AddError(f"{path}: {_first_error(exc)}") from None
     registry_file = user_registry_path(state_dir)
-    entries = _entries(registry_file)
-    entries.append({k: v for k, v in entry.items() if v is not None})
+    entries = [*_entries(registry_file), {k: v for k, v in entry.items() if v is not None}]
     stored = pdf_cache_dir(state_dir or Settings.from_env().state_dir) / f"{sha}.pdf"
     if not stored.is_file():
         write_atomic(stored, path.read_bytes())
     _write_entries(registry_file, entries)
-    try:
-        load_registry()  # the registry as a whole must still load
-    except RegistryError as exc:
-        _write_entries(registry_file, entries[:-1])
-        raise AddError(f"{path}: {exc}") from None
     return Added(spec, page_count, text_layer, new_jurisdiction, stored, tuple(notes))
 
 
