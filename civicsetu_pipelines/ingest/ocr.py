@@ -210,7 +210,9 @@ def _lines(words: list[_PixelWord], scale: float, width: float) -> tuple[list[Oc
                         max(w[3] for w in part),
                         gutter is not None
                         and max(w[2] for w in part if w not in specks) <= gutter
-                        and not is_number(part[0][4]),
+                        and not is_number(part[0][4])
+                        # a lone "." or "/" left of the gutter starts no note
+                        and any(ch.isalpha() for w in part for ch in w[4]),
                     )
                 )
     rows.sort(key=lambda r: (r.y0, r.x0))

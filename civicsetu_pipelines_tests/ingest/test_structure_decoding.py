@@ -387,6 +387,9 @@ def test_inspect_up_rules_scanned_from_the_corpus(corpus_dir: Path) -> None:
     # a line of specks above a note ("Te", "ue" at 20% confidence) does not join it
     assert titles["Rule 6"].startswith("Grant or rejection of registration")
     assert titles["Rule 24"].startswith("Manner of implementation of order")
+    # nor does a lone speck ("." or "/") left of the gutter start a note of its own
+    assert titles["Rule 5"].startswith("Withdrawal of")
+    assert titles["Rule 31"].startswith("Administrative powers of")
     checks = {c["name"]: c for c in found["checks"]}
     assert checks["cited_units"]["passed"], checks["cited_units"]
     assert sum(u["label"].startswith("Form ") for u in found["units"]) >= 10
