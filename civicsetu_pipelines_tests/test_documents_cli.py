@@ -127,7 +127,7 @@ def test_bad_input_is_refused_with_one_line_and_nothing_registered(
     cases = {
         "not a PDF": [str(text), "-j", "BIHAR", *base],
         "encrypted": [str(locked), "-j", "BIHAR", *base],
-        "no pages": [str(empty), "-j", "BIHAR", *base],
+        "has zero pages": [str(empty), "-j", "BIHAR", *base],
         "unknown jurisdiction 'ATLANTIS'": [str(good), "-j", "ATLANTIS", *base],
         "unknown kind 'memo'": [str(good), "-j", "BIHAR", "--kind", "memo", "--title", TITLE],
         "already registered; choose another": [

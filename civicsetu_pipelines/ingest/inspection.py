@@ -16,6 +16,7 @@ from civicsetu_pipelines.ingest.headings import UNIT_WORD
 from civicsetu_pipelines.ingest.kinds import kind_names, load_kinds
 from civicsetu_pipelines.ingest.legal_structure import build_chunks, read_structure
 from civicsetu_pipelines.ingest.pages import parse_pdf
+from civicsetu_pipelines.ingest.registry import page_spans
 
 KINDS = kind_names()
 DETECT_PAGES = 4  # the kind is read from the first pages
@@ -85,13 +86,4 @@ def inspect_pdf(
 
 def parse_page_ranges(text: str) -> list[int]:
     """``"42-80"`` or ``"1-3,7"`` (1-based, inclusive) as 0-based page indexes, in order."""
-    indexes: list[int] = []
-    for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not match:
-            raise ValueError("expected page ranges such as 42-80 or 1-3,7")
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if first < 1 or last < first:
-            raise ValueError(f"{part.strip()!r} is not a range of pages counted from 1")
-        indexes.extend(range(first - 1, last))
-    return sorted(set(indexes))
+    return sorted({i for first, last in page_spans(text) for i in range(first - 1, last)})

@@ -77,6 +77,21 @@ class UnknownDocumentError(KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+def page_spans(text: str) -> list[tuple[int, int]]:
+    """``"42-80"`` or ``"1-3,7"`` as 1-based inclusive ``(first, last)`` spans, sorted; a
+    ``ValueError`` says what is wrong."""
+    spans: list[tuple[int, int]] = []
+    for part in text.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match:
+            raise ValueError("expected page ranges such as 42-80 or 1-3,7")
+        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
+        if first < 1 or last < first:
+            raise ValueError(f"{part.strip()!r} is not a range of pages counted from 1")
+        spans.append((first, last))
+    return sorted(spans)
+
+
 def user_registry_path(state_dir: Path | None = None) -> Path:
     """The user registry of ``civicsetu documents add``: ``<state>/registry/documents.yaml``."""
     return (state_dir or Settings.from_env().state_dir) / "registry" / "documents.yaml"
@@ -396,7 +411,8 @@ def _format_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _read_entries(path: Path) -> list[Any]:
+def read_entries(path: Path) -> list[Any]:
+    """The raw ``documents`` entries of one registry file, its shape checked (errors name it)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -427,7 +443,7 @@ def parse_registry_file(path: Path | str) -> list[DocumentSpec]:
     """Parse and validate one registry YAML file (keys unique within the file)."""
     path = Path(path)
     specs: list[DocumentSpec] = []
-    for index, entry in enumerate(_read_entries(path), start=1):
+    for index, entry in enumerate(read_entries(path), start=1):
         if not isinstance(entry, Mapping):
             raise RegistryError(f"{path}: document #{index} must be a mapping, got {entry!r}")
         key = entry.get("key")

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pymupdf
 import yaml
 
 from civicsetu_pipelines.base import (
@@ -32,16 +31,18 @@ from civicsetu_pipelines.base import (
 )
 from civicsetu_pipelines.ingest.kinds import kind_names
 from civicsetu_pipelines.ingest.ocr import tesseract_available
+from civicsetu_pipelines.ingest.pages import PdfError, open_pdf
 from civicsetu_pipelines.ingest.registry import (
     SCHEMA_VERSION,
     DocumentSpec,
     Registry,
     load_registry,
+    page_spans,
     parse_registry_file,
+    read_entries,
     user_registry_path,
 )
 
-PDF_MAGIC = b"%PDF-"
 _KEY_WORDS = re.compile(r"[a-z0-9]+")
 
 
@@ -70,40 +71,27 @@ def key_from_title(title: str) -> str:
 
 def page_ranges_of(text: str, page_count: int) -> tuple[tuple[int, int], ...]:
     """``"3-40,42"`` as registry page ranges, checked against the PDF's ``page_count``."""
-    ranges: list[tuple[int, int]] = []
-    for part in text.split(","):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not match:
-            raise AddError(f"--pages {text!r}: expected ranges such as 3-40 or 1-3,7")
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if first < 1 or last < first:
-            raise AddError(f"--pages {text!r}: {part.strip()!r} is not a range counted from 1")
-        if last > page_count:
-            raise AddError(
-                f"--pages {text!r}: page {last} is outside the document, which has "
-                f"{page_count} page(s)"
-            )
-        ranges.append((first, last))
-    return tuple(sorted(ranges))
+    try:
+        spans = page_spans(text)
+    except ValueError as exc:
+        raise AddError(f"--pages {text!r}: {exc}") from None
+    last = max(last for _first, last in spans)
+    if last > page_count:
+        raise AddError(f"--pages {text!r}: page {last} is outside the document, which has "
+                       f"{page_count} page(s)")  # fmt: skip
+    return tuple(spans)
 
 
 def _check_pdf(path: Path) -> tuple[int, list[bool]]:
-    """Page count and, per page, whether it has a text layer; :class:`AddError` otherwise."""
+    """Page count and, per page, whether it has a text layer; :class:`AddError` for a file the
+    pipeline could not read (the same checks as parsing: :func:`open_pdf`)."""
     if not path.is_file():
         raise AddError(f"{path}: no such file")
-    with path.open("rb") as handle:
-        head = handle.read(1024)
-    if PDF_MAGIC not in head:
-        raise AddError(f"{path}: not a PDF (no %PDF- signature in its first 1024 bytes)")
     try:
-        doc = pymupdf.open(path)
-    except Exception as exc:  # noqa: BLE001 - PyMuPDF raises several types for broken files
-        raise AddError(f"{path}: not a readable PDF: {exc}") from None
+        doc = open_pdf(path.name, path)
+    except PdfError as exc:
+        raise AddError(f"{path}: {exc.reason}") from None
     try:
-        if doc.needs_pass or doc.is_encrypted:
-            raise AddError(f"{path}: the PDF is encrypted (password protected)")
-        if doc.page_count == 0:
-            raise AddError(f"{path}: the PDF has no pages")
         texts = [bool(doc[i].get_text().strip()) for i in range(doc.page_count)]
     finally:
         doc.close()
@@ -220,10 +208,7 @@ def user_keys(state_dir: Path | None = None) -> set[str]:
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return list(data.get("documents") or [])
+    return list(read_entries(path)) if path.is_file() else []
 
 
 def _write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
