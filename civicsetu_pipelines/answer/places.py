@@ -27,10 +27,6 @@ class Place(NamedTuple):
     display: str
 
 
-def _code(name: str) -> str:
-    return name_key(name)
-
-
 def _written(name: str) -> bool:
     """A name people write in a sentence: not an ISO code ("IN-UP") nor two letters ("UP",
     matched as "U.P." below)."""
@@ -44,7 +40,7 @@ _PLACE_ALTERNATIVES: list[str] = []
 for _item in load_jurisdictions().items:
     _place = Place(_item.code, _item.name)
     for _name in _item.names:
-        _PLACE_BY_KEY[_code(_name)] = _place
+        _PLACE_BY_KEY[name_key(_name)] = _place
     if _item.kind != "union":
         _PLACE_ALTERNATIVES += [n for n in (_item.name, *_item.aliases) if _written(n)]
 PLACE_BY_CODE: dict[str, Place] = {p.code: p for p in _PLACE_BY_KEY.values()}
@@ -75,7 +71,7 @@ _PLACE_RE = re.compile(
 
 
 def _place_of(matched: str) -> Place:
-    key = _code(re.sub(r"\s+", " ", matched))
+    key = name_key(re.sub(r"\s+", " ", matched))
     if key.replace(".", "").replace("_", "") == "UP":
         return PLACE_BY_CODE["UTTAR_PRADESH"]
     return _PLACE_BY_KEY[key]
@@ -84,13 +80,13 @@ def _place_of(matched: str) -> Place:
 @lru_cache(maxsize=64)
 def known_index(known: tuple[str, ...]) -> dict[str, str]:
     """Normalized key -> the caller's own spelling of each known jurisdiction."""
-    return {_code(str(k)): str(k) for k in known}
+    return {name_key(str(k)): str(k) for k in known}
 
 
 def jurisdiction_key(value: str) -> str:
     """``value`` as a key of :func:`known_index` (``Centre`` is ``CENTRAL``, ``Orissa`` is
     ``ODISHA``, ``IN-UP`` is ``UTTAR_PRADESH``)."""
-    key = _code(value)
+    key = name_key(value)
     place = _PLACE_BY_KEY.get(key)
     return place.code if place else key
 

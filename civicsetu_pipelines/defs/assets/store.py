@@ -187,6 +187,7 @@ def legal_chunks(
         for row in raw_pdfs.to_dict("records")
         if row["status"] == "ok" and row["document_key"] in loaded
     ]
+    commencing = {s.key: s for s in registry.documents() if s.commencement}
     rows: list[dict[str, Any]] = []
     for row in merged.to_dict("records"):
         row["flags"] = json.loads(row["flags"]) if isinstance(row["flags"], str) else row["flags"]
@@ -194,8 +195,8 @@ def legal_chunks(
             if row.get(name) is not None and row[name] != row[name]:  # NaN from Parquet
                 row[name] = None
         row["row_sha256"] = row_sha256(row)
-        spec = registry.get(row["document_key"])
-        if spec.commencement and row.get("number"):
+        spec = commencing.get(row["document_key"])
+        if spec is not None and row.get("number"):
             row["in_force_from"] = spec.in_force_from(str(row["number"]))
         rows.append(row)
     started = time.monotonic()
