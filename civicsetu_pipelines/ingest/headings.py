@@ -70,10 +70,10 @@ _ITEM_START = re.compile(r"^(?:\(\s*\w{1,4}\s*\)|[ivxlc]{1,5}\.|[a-zA-Z]\))\s")
 # Rules, bullets and OCR specks before a heading's number ("| 4.", "- | 2-(1)", "• 3.",
 # '"" 29-(1)', ". 2-(1)"), and
 # the bracket of an amended unit with its footnote number ("1[16. Undue influence ...").
-_SPECKS = re.compile(r"^[\-|•*·_~=»«.,'\"“”‘’]+\s*(?=[A-Za-z\[])")  # "- FORM A": OCR specks
-_LEADING_JUNK = re.compile(
-    r"^[\s\-|•*·_~=»«]*(?:\d{1,2}\s*)?\[\s*(?=\d)|^[\s\-|•*·_~=»«.,'\"“”‘’]+(?=\d)"
-)
+_RULES = r"\-|•*·_~=»«"  # rules and bullets printed before a heading
+_SPECK = _RULES + r".,'\"“”‘’"  # and what OCR makes of specks of dirt
+_SPECKS = re.compile(rf"^[{_SPECK}]+\s*(?=[A-Za-z\[])")  # "- FORM A"
+_LEADING_JUNK = re.compile(rf"^[\s{_RULES}]*(?:\d{{1,2}}\s*)?\[\s*(?=\d)|^[\s{_SPECK}]+(?=\d)")
 WRAPPED_SHARE = 0.85  # a row this close to the page's full line length runs on to the next
 
 
