@@ -282,6 +282,10 @@ def ask(
     ] = None,
     top_k: Annotated[int, typer.Option("--top-k", help="Units to retrieve (1-50)")] = 5,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Show why each unit ranked where it did (score parts)"),
+    ] = False,
 ) -> None:
     """Answer a question from the stored corpus with verbatim citations, or refuse with the
     reason. Exit 0 for an answer or a refusal, 2 for bad input."""
@@ -307,9 +311,23 @@ def ask(
         out.print(result["answer"], markup=False, highlight=False)
         out.print(f"\nconfidence: {result['confidence']}")
         for c in result["citations"]:
-            law = " (case law)" if c.get("case_law") else ""
-            out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}{law}, {c['document_title']}, "
-                      f"page {c['page']} - {c['source_url']}", markup=False)  # fmt: skip
+            role = c.get("role") or ("case law" if c.get("case_law") else "law")
+            shown = "" if role == "law" else f" ({role})"
+            out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}{shown}, "
+                      f"{c['document_title']}, page {c['page']} - {c['source_url']}",
+                      markup=False)  # fmt: skip
+    if explain and result.get("retrieved"):
+        table = Table(
+            title="Ranking: score = sum of the parts (authority is the prior of legal "
+            "force: act > rules > regulations > orders > case law > FAQ > forms)"
+        )
+        for column in ("#", "unit", "authority", "score", "parts"):
+            table.add_column(column)
+        for rank, r in enumerate(result["retrieved"], start=1):
+            parts = ", ".join(f"{k} {v:+.2f}" for k, v in (r.get("why") or {}).items())
+            table.add_row(str(rank), f"{r['jurisdiction']} {r['label']} ({r['document']})",
+                          str(r.get("authority", "")), f"{r['score']:.3f}", parts)  # fmt: skip
+        out.print(table)
     out.print(f"\n{result['disclaimer']}", style="dim")
     console.print(f"{result['timings_ms']['total']:.0f} ms")
 
@@ -331,7 +349,10 @@ def eval_command(
     )
     from civicsetu_pipelines.evaluate import (
         GOLDEN_JSONL,
+        THRESHOLDS,
         GoldenError,
+        by_kind_and_split,
+        by_split,
         evaluate,
         golden_sha256,
         load_golden,
@@ -359,26 +380,63 @@ def eval_command(
                golden_sha=golden_sha256(path),
                model_id=embedding_config_from_env().model_id)  # fmt: skip
     head = result.headline
+    splits = by_split(result.rows)
+    kinds = by_kind_and_split(result.rows)
     if as_json:
         rows = [
-            {"id": r["question_id"], f"hit_at_{k}": r[f"hit_at_{k}"], "hit_at_5": r["hit_at_5"],
-             "reciprocal_rank": r["reciprocal_rank"], "retrieved": r["retrieved"],
-             "status": r["status"], "refusal_correct": r["refusal_correct"],
+            {"id": r["question_id"], "split": r["split"], "phrasing": r["phrasing"],
+             "query_type": r["query_type"], f"hit_at_{k}": r[f"hit_at_{k}"],
+             "hit_at_5": r["hit_at_5"], "reciprocal_rank": r["reciprocal_rank"],
+             "governing_rr": r["governing_rr"], "retrieved": r["retrieved"],
+             "governing": r["governing"], "status": r["status"],
+             "refusal_correct": r["refusal_correct"],
              "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
             for r in result.rows
         ]  # fmt: skip
-        _print_json({"run_id": result.run_id, "k": k, "headline": head, "questions": rows})
+        _print_json({"run_id": result.run_id, "k": k, "headline": head, "by_split": splits,
+                     "by_query_type": kinds, "questions": rows})  # fmt: skip
         return
-    table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name}")
+    halves = list(splits)
+    table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name} "
+                  "(targets are held on test; dev is the half tuned on)")  # fmt: skip
     table.add_column("metric")
-    table.add_column("value")
-    shown = [f"hit_at_{k}", "mrr", "ndcg_at_10", "recall_at_5", "recall_at_10",
-             "citation_validity", "refusal_correctness", "context_precision", "context_recall",
-             "answer_similarity", "latency_p50_ms", "latency_p95_ms"]  # fmt: skip
+    for half in halves:
+        n = int(splits[half].get("questions") or 0)
+        table.add_column(f"{half} ({n})", justify="right")
+    table.add_column("target", justify="right")
+    shown = ["governing_hit_at_1", "governing_hit_at_5", "governing_mrr",
+             "plain_governing_hit_at_3", "plain_answered", f"hit_at_{k}", "mrr", "ndcg_at_10",
+             "recall_at_5", "citation_validity", "refusal_correctness", "context_precision",
+             "context_recall", "answer_similarity", "latency_p50_ms",
+             "latency_p95_ms"]  # fmt: skip
     for metric in shown:
-        value = head.get(metric) if metric != f"hit_at_{k}" else _mean_of(result.rows, metric)
-        table.add_row(metric, "n/a" if value is None else f"{value:.3f}")
+        cells = []
+        for half in halves:
+            value = splits[half].get(metric)
+            if metric == f"hit_at_{k}":
+                value = _mean_of([r for r in result.rows if half == "all" or r["split"] == half],
+                                 metric)  # fmt: skip
+            cells.append("n/a" if value is None else f"{value:.3f}")
+        target = THRESHOLDS.get(metric)
+        table.add_row(metric, *cells, "" if target is None else f"{target:g}")
     out.print(table)
+    per_kind = Table(title="By question type (governing provision ranked; refusals)")
+    per_kind.add_column("question type")
+    for half in halves[:-1] or halves:
+        per_kind.add_column(f"{half}: n", justify="right")
+        per_kind.add_column(f"{half}: gov hit@5", justify="right")
+        per_kind.add_column(f"{half}: gov MRR", justify="right")
+        per_kind.add_column(f"{half}: refusal ok", justify="right")
+    for kind, groups in kinds.items():
+        cells = []
+        for half in halves[:-1] or halves:
+            g = groups.get(half, {})
+            cells += [str(int(g.get("questions") or 0))] + [
+                "–" if g.get(m) is None else f"{g[m]:.2f}"
+                for m in ("governing_hit_at_5", "governing_mrr", "refusal_correctness")
+            ]
+        per_kind.add_row(kind, *cells)
+    out.print(per_kind)
     console.print(f"recorded as run {result.run_id}")
 
 

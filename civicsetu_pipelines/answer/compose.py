@@ -27,11 +27,12 @@ from civicsetu_pipelines.answer.citations import quote_in, sentences, split_acro
 from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query, is_vague
-from civicsetu_pipelines.answer.ranking import SYNONYMS, Candidate, term_overlap
+from civicsetu_pipelines.answer.ranking import Candidate, term_overlap
 from civicsetu_pipelines.answer.retrieval import ReferenceResolution
 from civicsetu_pipelines.answer.timing import Timer
+from civicsetu_pipelines.answer.vocabulary import load_vocabulary
 from civicsetu_pipelines.base import canonical_flat
-from civicsetu_pipelines.ingest import is_case_law
+from civicsetu_pipelines.ingest import authority_of, citation_role, is_case_law
 
 DISCLAIMER = (
     "Extracts quoted from the stored gazette text with their citations; not legal advice. "
@@ -242,16 +243,19 @@ class Composer:
         }
 
     def cite(self, quotes: Sequence[tuple[Candidate, str]], start: int = 1) -> list[dict[str, Any]]:
-        """Citations for (unit, quote) pairs, each quote placed on the page it is printed on
-        (a quote over a page break becomes one citation per page); unplaceable quotes are
-        dropped, never cited with a guessed page."""
+        """Citations for (unit, quote) pairs, each quote placed on the page it is printed on: a
+        quote over a page break is cited by its longest part that lies on one page (one
+        citation per quote, each verbatim on its page); unplaceable quotes are dropped, never
+        cited with a guessed page."""
         citations: list[dict[str, Any]] = []
         for candidate, quote in quotes:
             row = candidate.row
             if not quote_in(quote, str(row["text"])):
                 continue
             pages = self._pages(row)
-            for page, part in split_across_pages(quote, pages):
+            parts = split_across_pages(quote, pages)
+            for page, part in sorted(parts, key=lambda p: -len(p[1]))[:1]:
+                kind, unit = str(row.get("doc_type") or ""), str(row.get("unit") or "")
                 citations.append(
                     {
                         "n": start + len(citations),
@@ -259,7 +263,9 @@ class Composer:
                         "document": row["document_key"],
                         "document_title": row.get("document_title") or row["document_key"],
                         # a court's or tribunal's reasoning, not the law itself: labelled so
-                        "case_law": is_case_law(str(row.get("doc_type") or "")),
+                        "case_law": is_case_law(kind),
+                        # law | case law | guidance (an FAQ) | form (a model agreement ...)
+                        "role": citation_role(kind, unit),
                         "label": row["label"],
                         "section": row["section_label"],
                         "page": page,
@@ -411,7 +417,8 @@ def evidence_verdict(
     if nearest <= ANSWER_DISTANCE:
         return None
     best_overlap = max((term_overlap(query.terms, c.row.get("text")) for c in ranked), default=0)
-    unknown = [t for t in unknown_terms(query.terms) if not SYNONYMS.get(t)]
+    vocabulary = load_vocabulary()
+    unknown = [t for t in unknown_terms(query.terms) if not vocabulary.legal_for(t)]
     if nearest <= NEAR_DISTANCE and best_overlap >= NEAR_OVERLAP and not unknown:
         return None
     if unknown or not any("fulltext" in c.ranks for c in ranked):
@@ -460,32 +467,62 @@ def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, st
 def choose_quotes(
     query: Query, ranked: Sequence[Candidate], *, limit: int = MAX_QUOTES
 ) -> list[tuple[Candidate, str]]:
-    """Verbatim sentences of the best units: for a unit the question names, its opening
-    sentences; otherwise the sentences sharing most of the question's terms (at least one).
-    When the question names units, only those units and their parts are quoted."""
-    chosen: list[tuple[Candidate, str]] = []
+    """One verbatim quote for each of the best units (never two citations of one unit), the
+    governing provision first: the units that answer (the best one and those scoring at least
+    half as well) in the order of legal force (the Act, then rules, ... FAQ, forms; by score
+    within a tier), so the law leads and guidance that restates it follows.
+
+    For a unit the question names, its opening words (up to two sentences, as one contiguous
+    span); otherwise the sentence sharing most of the question's terms, with the next one when
+    it shares as many. When the question names units, only those units and their parts are
+    quoted."""
     named = {(c.row["document_key"], c.row["section_label"]) for c in ranked if c.exact}
     if named:
         ranked = [c for c in ranked if (c.row["document_key"], c.row["section_label"]) in named]
     best = ranked[0].score if ranked else 0.0
-    for candidate in ranked:
-        if len(chosen) >= limit:
-            break
-        if candidate is not ranked[0] and candidate.score < 0.5 * best and not candidate.exact:
-            continue
-        spans = sentences(str(candidate.row["text"]))
-        if candidate.exact:
-            picked = [s.text for s in spans[:QUOTES_PER_UNIT]]
-        else:
-            scored = [(term_overlap(query.terms, s.text), -i, s.text) for i, s in enumerate(spans)]
-            scored = [t for t in scored if t[0] > 0]
-            scored.sort(reverse=True)
-            picked = [t[2] for t in scored[:QUOTES_PER_UNIT]]
-            picked.sort(key=lambda text: str(candidate.row["text"]).find(text))
-        for text in picked:
-            if len(chosen) < limit:
-                chosen.append((candidate, _trim(text)))
+    answering = [c for c in ranked if c is ranked[0] or c.exact or c.score >= 0.5 * best]
+    seen: set[tuple[str, str]] = set()
+    units: list[Candidate] = []
+    for candidate in answering:
+        key = (str(candidate.row["document_key"]), candidate.label)
+        if key not in seen:
+            seen.add(key)
+            units.append(candidate)
+    units = units[:limit]
+    order = {id(c): i for i, c in enumerate(units)}
+    units.sort(key=lambda c: (_tier(c), order[id(c)]))
+    chosen: list[tuple[Candidate, str]] = []
+    for candidate in units:
+        quote = _quote(query, candidate)
+        if quote:
+            chosen.append((candidate, quote))
     return chosen
+
+
+def _tier(candidate: Candidate) -> int:
+    return authority_of(
+        str(candidate.row.get("doc_type") or ""), str(candidate.row.get("unit"))
+    ).tier
+
+
+def _quote(query: Query, candidate: Candidate) -> str | None:
+    """The unit's quote: a contiguous span of at most QUOTES_PER_UNIT sentences (verbatim)."""
+    text = str(candidate.row["text"])
+    spans = sentences(text)
+    if not spans:
+        return None
+    if candidate.exact:
+        picked = list(spans[:QUOTES_PER_UNIT])
+    else:
+        scored = [(term_overlap(query.terms, s.text), -i) for i, s in enumerate(spans)]
+        share, first = max(scored)
+        if share <= 0:
+            return None
+        picked = [spans[-first]]
+        following = -first + 1
+        if following < len(spans) and scored[following][0] >= share:
+            picked.append(spans[following])
+    return _trim(text[picked[0].start : picked[-1].end])
 
 
 def _trim(text: str) -> str:
@@ -537,7 +574,10 @@ def min_confidence(levels: Sequence[str]) -> str:
 
 
 def _heading(citation: Mapping[str, Any]) -> str:
-    """``Section 18 (The Real Estate ... Act)``; case law says so: ``Paragraph 12 (Neelkamal
-    ... v. Union of India; case law)``."""
-    law = "; case law" if citation.get("case_law") else ""
-    return f"{citation['label']} ({citation['document_title']}{law})"
+    """``Section 18 (The Real Estate ... Act)``; what is not the law itself says what it is:
+    ``Paragraph 12 (Neelkamal ... v. Union of India; case law)``, ``Question 53 (... Frequently
+    Asked Questions; guidance)``, ``Annexure A (... Rules, 2017; form or model agreement)``."""
+    role = citation.get("role") or ("case law" if citation.get("case_law") else "law")
+    shown = {"law": "", "case law": "; case law", "guidance": "; guidance",
+             "form": "; form or model agreement"}.get(role, "")  # fmt: skip
+    return f"{citation['label']} ({citation['document_title']}{shown})"

@@ -40,6 +40,7 @@ from civicsetu_pipelines.answer.places import (
     known_index,
     place_mentions,
 )
+from civicsetu_pipelines.answer.vocabulary import load_vocabulary
 from civicsetu_pipelines.base import canonicalize
 
 MAX_QUESTION_CHARS = 2000
@@ -436,6 +437,11 @@ class Query:
     intents: frozenset[str]
     terms: tuple[str, ...]
     injection: bool
+    # The statute's words for the question's lay terms (data/vocabulary.yaml) and the question
+    # rewritten in them (None when it holds no lay term): retrieved beside the question as asked.
+    legal_terms: tuple[str, ...] = ()
+    rewrite: str | None = None
+    lay_terms: tuple[str, ...] = ()  # the lay words and phrases found, as written (lower case)
 
 
 def _inside(position: int, spans: Sequence[tuple[int, int]]) -> int:
@@ -517,6 +523,7 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
         intents.add("comparison")
 
     skip = [(m.start, m.end) for m in places] + act_spans
+    reading = load_vocabulary().read(text)
     return Query(
         text=text,
         length=length,
@@ -526,6 +533,9 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
         intents=frozenset(intents),
         terms=_terms(text, references, skip),
         injection=_INJECTION.search(text) is not None,
+        legal_terms=reading.legal_terms,
+        rewrite=reading.rewrite,
+        lay_terms=tuple(dict.fromkeys(lay.lower() for lay, _ in reading.matched)),
     )
 
 

@@ -3,7 +3,9 @@
 Pure domain code (no Dagster, no database). :class:`Candidate` is a unit that may answer the
 question with the ranks it got from each retriever; a :class:`Reranker` scores and orders the
 candidates (:class:`DeterministicReranker`, the default: fused rank, exact references, term
-overlap with the statute's words for everyday ones (:data:`SYNONYMS`) and intent bonuses; or
+overlap on Snowball stems with the statute's words for everyday ones (``data/vocabulary.yaml``),
+the authority prior (Act > rules > regulations > orders > case law > FAQ > forms) and intent
+bonuses, each part kept in :attr:`Candidate.why`; or
 :class:`CrossEncoderReranker` when configured, see :func:`make_reranker`), and :func:`diversify`
 keeps a few units of each document. :func:`term_overlap` also weighs evidence and quotes when the
 answer is built.
@@ -11,7 +13,6 @@ answer is built.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,14 @@ from typing import Any, Protocol
 
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
+from civicsetu_pipelines.answer.vocabulary import (
+    content_stems,
+    load_vocabulary,
+    stem,
+    stem_words,
+    stems,
+)
+from civicsetu_pipelines.ingest import authority_of
 
 
 @dataclass
@@ -33,6 +42,7 @@ class Candidate:
     score: float = 0.0
     exact: bool = False  # an explicit reference in the question names this unit
     via: str | None = None  # "family" / "graph:REFERENCES" ... for expanded units
+    why: dict[str, float] = field(default_factory=dict)  # the score's parts, by name
 
     @property
     def chunk_id(self) -> str:
@@ -42,6 +52,11 @@ class Candidate:
     def label(self) -> str:
         return str(self.row["label"])
 
+    @property
+    def authority(self) -> str:
+        """The unit's tier in the order of legal force ("act", "rules", ..., "form")."""
+        return authority_of(str(self.row.get("doc_type") or ""), str(self.row.get("unit"))).name
+
     def summary(self) -> dict[str, Any]:
         return {
             "jurisdiction": self.row["jurisdiction"],
@@ -50,6 +65,8 @@ class Candidate:
             "section": self.row["section_label"],
             "chunk_id": self.chunk_id,
             "score": round(self.score, 4),
+            "authority": self.authority,
+            "why": {name: round(value, 4) for name, value in self.why.items() if value},
         }
 
 
@@ -59,66 +76,44 @@ class Reranker(Protocol):
     def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]: ...
 
 
-_WORD = re.compile(r"[a-z0-9]+")
-
-# Everyday words for the statute's own terms (a general legal thesaurus, not tuned to any
-# question): a question about a "buyer" and a "builder" is about an allottee and a promoter.
-SYNONYMS: dict[str, tuple[str, ...]] = {
-    "buyer": ("allottee",), "buyers": ("allottees",), "purchaser": ("allottee",),
-    "homebuyer": ("allottee",), "builder": ("promoter",), "builders": ("promoters",),
-    "developer": ("promoter",), "developers": ("promoters",), "flat": ("apartment",),
-    "flats": ("apartments",), "punishment": ("penalty", "punishable"),
-    "penalty": ("punishment", "punishable"), "fine": ("penalty",), "refund": ("return",),
-    "force": ("commencement",), "commence": ("commencement",), "start": ("commencement",),
-    "broker": ("agent",), "brokers": ("agents",), "tribunal": ("appellate",),
-    "regulator": ("authority",), "deadline": ("within", "period"),
-}  # fmt: skip
+def search_terms(query: Query) -> list[str]:
+    """The question's terms followed by the statute's words for its lay terms (no duplicates,
+    order kept): what full-text search looks for."""
+    return list(dict.fromkeys([*query.terms, *query.legal_terms]))
 
 
-def with_synonyms(terms: Iterable[str]) -> list[str]:
-    """The terms followed by the statute's words for them (no duplicates, order kept)."""
-    out: dict[str, None] = {}
-    for term in terms:
-        out[term] = None
-        for synonym in SYNONYMS.get(term.lower(), ()):
-            out[synonym] = None
-    return list(out)
-
-
-@functools.lru_cache(maxsize=8192)
-def stems(text: str) -> frozenset[str]:
-    """The stemmed words of a text (memoized: unit texts are scored for many questions)."""
-    return frozenset(_stem(w) for w in _WORD.findall(text.lower()))
-
-
-def _stem(word: str) -> str:
-    """A light English stemmer: plurals to the singular (allottees -> allottee, penalties ->
-    penalty), then -ation, -ment, -ing, -ed off words that keep 4 letters."""
-    if len(word) <= 4:
-        return word
-    if word.endswith("ies"):
-        word = word[:-3] + "y"
-    elif word.endswith(("sses", "shes", "ches", "xes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ation", "ment", "ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+def scoring_terms(query: Query) -> list[str]:
+    """What a unit's words are weighed against: the question's terms, with the words of each
+    lay phrase it holds ("money back") replaced by the phrase itself, which counts as present
+    when the statute's words for it are (:func:`term_overlap`)."""
+    if not query.lay_terms:
+        return list(query.terms)
+    inside = {s for lay in query.lay_terms for s in stem_words(lay)}
+    own = [t for t in query.terms if stem(t) not in inside]
+    return own + list(query.lay_terms)
 
 
 def term_overlap(terms: Iterable[str], text: str | None) -> float:
-    """Share of the question's terms (stemmed) present in ``text``."""
+    """Share of the question's terms present in ``text``, on Snowball stems; a lay term is
+    present when one of the statute's words for it is (a phrase: all its words but glue)."""
     have = stems(text or "")
-    wanted = [t.lower() for t in terms if t]
+    wanted = list(dict.fromkeys(t.lower() for t in terms if t))
     if not wanted:
         return 0.0
+    vocabulary = load_vocabulary()
     found = sum(
-        1 for t in dict.fromkeys(wanted)
-        if _stem(t) in have or any(_stem(s) in have for s in SYNONYMS.get(t, ()))
+        1 for t in wanted
+        if stem(t) in have
+        or all(s in have for s in content_stems(t))
+        or any(all(s in have for s in content_stems(legal)) for legal in vocabulary.legal_for(t))
     )  # fmt: skip
-    return found / len(dict.fromkeys(wanted))
+    return found / len(wanted)
+
+
+# The prior that legal authority adds to a unit's score (data/kinds.yaml, ``authority``):
+# AUTHORITY_WEIGHT for the Act down to 0 for forms and model agreements, in even steps. A prior,
+# not a filter: guidance still ranks where it alone answers. Tuned on the dev half.
+AUTHORITY_WEIGHT = 0.3
 
 
 @dataclass
@@ -126,6 +121,8 @@ class DeterministicReranker:
     """The default: fused rank, exact reference matches, title and text term matches.
 
     score = fused / max_fused + 1.0 * exact + 0.35 * title overlap + 0.25 * text overlap
+            + authority prior (AUTHORITY_WEIGHT x the unit's strength in the order of legal
+              force: the Act 1.0, rules 0.83, ... FAQ 0.17, forms and model agreements 0)
             - 0.15 for a unit only reached by expansion
             + intent: 0.3 for a penalty provision (its title or label says penalty,
               punishment, fine or compounding) when the question is about penalties;
@@ -140,13 +137,21 @@ class DeterministicReranker:
 
     def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
+        terms = scoring_terms(query)
         for c in candidates:
-            title = term_overlap(query.terms, f"{c.row.get('title') or ''} {c.label}")
-            text = term_overlap(query.terms, c.row.get("text"))
-            c.score = c.fused / top + (1.0 if c.exact else 0.0) + 0.35 * title + 0.25 * text
-            if c.via and not c.ranks:
-                c.score -= 0.15
-            c.score += _intent_bonus(query, c)
+            title = term_overlap(terms, f"{c.row.get('title') or ''} {c.label}")
+            text = term_overlap(terms, c.row.get("text"))
+            strength = authority_of(str(c.row.get("doc_type") or ""), str(c.row.get("unit")))
+            c.why = {
+                "fused": c.fused / top,
+                "exact": 1.0 if c.exact else 0.0,
+                "title": 0.35 * title,
+                "text": 0.25 * text,
+                "authority": AUTHORITY_WEIGHT * strength.strength,
+                "expanded_only": -0.15 if c.via and not c.ranks else 0.0,
+                "intent": _intent_bonus(query, c),
+            }
+            c.score = sum(c.why.values())
         return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
 
 

@@ -9,7 +9,10 @@ Pure domain code over psycopg (no Dagster). Every SQL statement is a parameteriz
    directly to their unit (the finest existing one) in the right jurisdiction and document;
 2. pgvector HNSW cosine top-N (``ef_search`` a setting; iterative scans keep filtered queries
    full) and Postgres full text (``websearch_to_tsquery`` over the question's terms joined with
-   ``or``, so long questions still match), fused by reciprocal rank fusion (k = 60);
+   ``or``, so long questions still match), for the question as asked and, when it holds lay
+   terms, for its reformulation in the statute's words (``data/vocabulary.yaml``) and for the
+   statute's phrases alone ("fails to complete or is unable to give possession"), all fused by
+   reciprocal rank fusion (k = 60);
 3. family expansion (parent and sibling units of the strongest hits) and, for questions about
    cross-references, penalties or how a rule implements the Act, graph expansion through
    REFERENCES and DERIVED_FROM edges (depth <= 2);
@@ -31,8 +34,9 @@ import psycopg
 from civicsetu_pipelines.answer.legal_references import ExplicitReference
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
-from civicsetu_pipelines.answer.ranking import Candidate, Reranker, diversify, stems, with_synonyms
+from civicsetu_pipelines.answer.ranking import Candidate, Reranker, diversify, search_terms
 from civicsetu_pipelines.answer.timing import Timer
+from civicsetu_pipelines.answer.vocabulary import stems
 from civicsetu_pipelines.store import in_force_clause, prepare
 
 GRAPH_INTENTS = frozenset({"cross_reference", "penalty", "implementation"})
@@ -125,9 +129,16 @@ _TSQUERY_UNSAFE = re.compile(r"[^\w\u0300-\u036f\u0900-\u0dff-]")
 
 
 def fulltext_query(terms: Sequence[str]) -> str:
-    """websearch syntax with OR semantics: every term may match, more matches rank higher."""
-    safe = [_TSQUERY_UNSAFE.sub("", t).lstrip("-") for t in terms]
-    return " or ".join(t for t in safe if t)
+    """websearch syntax with OR semantics: every term may match, more matches rank higher; a
+    term of several words ("return the amount") is a quoted phrase."""
+    safe = []
+    for term in terms:
+        words = [w for w in (_TSQUERY_UNSAFE.sub("", p).lstrip("-") for p in term.split()) if w]
+        if len(words) > 1:
+            safe.append('"' + " ".join(words) + '"')
+        elif words:
+            safe.append(words[0])
+    return " or ".join(safe)
 
 
 def fulltext_candidates(
@@ -138,8 +149,8 @@ def fulltext_candidates(
     jurisdictions: Sequence[str] | None = None,
     as_of: dt.date | None = None,
 ) -> list[dict[str, Any]]:
-    """Top ``limit`` units by ``ts_rank_cd`` for the question's terms (OR semantics)."""
-    text = fulltext_query(with_synonyms(terms))
+    """Top ``limit`` units by ``ts_rank_cd`` for ``terms`` (OR semantics)."""
+    text = fulltext_query(terms)
     if not text:
         return []
     where, values = _filters(jurisdictions, as_of)
@@ -212,7 +223,7 @@ def _by_document_title(rows: list[dict[str, Any]], context: str) -> list[dict[st
     if len(rows) < 2 or not context:
         return rows
     asked = {word for word in stems(context) if not any(ch.isdigit() for ch in word)}
-    generic = {"rule", "real", "estate", "regulation", "development", "the", "of", "and"}
+    generic = stems("rule real estate regulation development the of and")
     scores = [len((stems(str(r.get("document_title") or "")) & asked) - generic) for r in rows]
     best = max(scores)
     if best > 0 and scores.count(best) == 1:
@@ -298,7 +309,8 @@ def _looks_like_uuid(value: str) -> bool:
 
 
 def fuse(ranked: Mapping[str, Sequence[Mapping[str, Any]]], k: int = 60) -> list[Candidate]:
-    """Reciprocal rank fusion: score = sum over retrievers of 1 / (k + rank)."""
+    """Reciprocal rank fusion: score = sum over retrievers of 1 / (k + rank); a unit's distance
+    is its nearest over the vector rankings (the question as asked, and as reformulated)."""
     by_id: dict[str, Candidate] = {}
     for source, rows in ranked.items():
         for rank, row in enumerate(rows, start=1):
@@ -307,8 +319,10 @@ def fuse(ranked: Mapping[str, Sequence[Mapping[str, Any]]], k: int = 60) -> list
             if source not in candidate.ranks:
                 candidate.ranks[source] = rank
                 candidate.fused += 1.0 / (k + rank)
-            if "distance" in row and row["distance"] is not None:
-                candidate.distance = float(row["distance"])
+            if row.get("distance") is not None:
+                distance = float(row["distance"])
+                if candidate.distance is None or distance < candidate.distance:
+                    candidate.distance = distance
     return sorted(by_id.values(), key=lambda c: (-c.fused, c.chunk_id))
 
 
@@ -379,21 +393,32 @@ class Retriever:
         """The top ``k`` units for ``query``, reranked and diversified, with ``exact_rows`` (the
         units its references name) among the candidates; and the time the last stage ended."""
         settings = self.settings
-        vector = self._vectors.get(query.text)
-        if vector is None:  # a comparison retrieves once per state: embed the question once
-            vector = self._vectors[query.text] = self._embed_query(query.text)
-            since = timer.stage("embed", since)
-        by_vector = vector_candidates(
-            self._conn, vector, settings.candidates, jurisdictions=scope, as_of=as_of
-        )
-        since = timer.stage("vector", since)
-        by_text = fulltext_candidates(self._conn, query.terms, settings.candidates,
-                                      jurisdictions=scope, as_of=as_of)  # fmt: skip
-        since = timer.stage("fulltext", since)
-        candidates = fuse(
-            {"reference": list(exact_rows), "vector": by_vector, "fulltext": by_text},
-            k=settings.rrf_k,
-        )
+        lists: dict[str, Sequence[Mapping[str, Any]]] = {"reference": list(exact_rows)}
+        # The question as asked, and (when it holds lay terms) as reformulated in the statute's
+        # words (data/vocabulary.yaml): each by meaning and by words, fused by reciprocal rank.
+        asked = {"": (query.text, list(query.terms))}
+        if query.rewrite:
+            asked[":legal"] = (query.rewrite, search_terms(query))
+        for suffix, (text, terms) in asked.items():
+            vector = self._vectors.get(text)
+            if vector is None:  # a comparison retrieves once per state: embed once
+                vector = self._vectors[text] = self._embed_query(text)
+                since = timer.stage("embed", since)
+            lists["vector" + suffix] = vector_candidates(
+                self._conn, vector, settings.candidates, jurisdictions=scope, as_of=as_of
+            )
+            since = timer.stage("vector", since)
+            lists["fulltext" + suffix] = fulltext_candidates(
+                self._conn, terms, settings.candidates, jurisdictions=scope, as_of=as_of
+            )
+            since = timer.stage("fulltext", since)
+        phrases = [t for t in query.legal_terms if len(t.split()) > 1]
+        if phrases:  # the statute's own phrases for what the question asks, matched as phrases
+            lists["phrases"] = fulltext_candidates(
+                self._conn, phrases, settings.candidates, jurisdictions=scope, as_of=as_of
+            )
+            since = timer.stage("fulltext", since)
+        candidates = fuse(lists, k=settings.rrf_k)
         exact_ids = {str(r["chunk_id"]) for r in exact_rows}
         for c in candidates:
             c.exact = c.chunk_id in exact_ids

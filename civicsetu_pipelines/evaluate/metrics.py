@@ -63,6 +63,7 @@ class Judged:
     reference_contexts: tuple[str, ...]  # texts of the expected units
     latency_ms: float
     question: str = ""  # the golden query (for the LLM-judged response relevancy)
+    governing: tuple[str, ...] = ()  # the expected units that decide the question as law
 
 
 # --- retrieval ------------------------------------------------------------------------------
@@ -123,6 +124,28 @@ def retrieval_scores(
     for qid in ranked:
         for ours, theirs in names.items():
             out[qid][ours] = float(run.scores[theirs][qid])
+    return out
+
+
+GOVERNING_KS: tuple[int, ...] = (1, 3, 5)
+
+
+def governing_scores(items: Sequence[Judged]) -> dict[str, dict[str, float]]:
+    """Per question id with governing units: ``governing_hit@k`` (k = 1, 3, 5) and
+    ``governing_rr``, the reciprocal rank of the first governing unit among the retrieved ones
+    (duplicates count once, at their first rank). A refused question scores 0: the user got no
+    provision at all. Questions without governing units, or expecting a refusal, are left out."""
+    out: dict[str, dict[str, float]] = {}
+    for item in items:
+        if item.expect_refusal or not item.governing:
+            continue
+        ranked = [] if item.refused else _unique(item.retrieved)
+        wanted = set(item.governing)
+        rank = next((i for i, label in enumerate(ranked, start=1) if label in wanted), None)
+        scores = {f"governing_hit@{k}": float(rank is not None and rank <= k)
+                  for k in GOVERNING_KS}  # fmt: skip
+        scores["governing_rr"] = 1.0 / rank if rank else 0.0
+        out[item.id] = scores
     return out
 
 

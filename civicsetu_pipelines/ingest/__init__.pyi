@@ -16,6 +16,10 @@ from .inspection import (
     parse_page_ranges as parse_page_ranges,
 )
 from .kinds import (
+    Authority as Authority,
+    authority_of as authority_of,
+    authority_tiers as authority_tiers,
+    citation_role as citation_role,
     is_case_law as is_case_law,
     kind_names as kind_names,
     load_kinds as load_kinds,

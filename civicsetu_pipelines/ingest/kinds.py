@@ -8,6 +8,7 @@ name it in a document's first pages.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -26,6 +27,7 @@ class Kind(BaseModel):
     name: str
     unit: str = Field(pattern=r"^[a-z]+$")
     case_law: bool = False
+    guidance: bool = False
     margin_first: bool = False
     signals: tuple[tuple[str, float], ...] = ()
 
@@ -56,6 +58,51 @@ def load_kinds(path: Path = KINDS_YAML) -> dict[str, Kind]:
     return kinds
 
 
+FORM_UNIT = "form"  # forms, annexures, schedules, model agreements (ingest.legal_structure)
+
+
+@dataclass(frozen=True)
+class Authority:
+    """Where a unit stands in the order of legal force (``authority`` in kinds.yaml)."""
+
+    tier: int  # 1 = strongest
+    tiers: int  # how many tiers there are
+    name: str  # the tier's kinds ("act", "order/notification/circular", ..., "form")
+
+    @property
+    def strength(self) -> float:
+        """1.0 for the strongest tier down to 0.0 for the weakest."""
+        return (self.tiers - self.tier) / max(1, self.tiers - 1)
+
+
+@cache
+def authority_tiers(path: Path = KINDS_YAML) -> dict[str, Authority]:
+    """Kind name (and ``form``) -> its :class:`Authority`; every kind in exactly one tier."""
+    tiers = read_data_yaml(path, "authority") or []
+    out: dict[str, Authority] = {}
+    for index, names in enumerate(tiers, start=1):
+        for name in names:
+            if name in out:
+                raise ValueError(f"{path}: authority: {name!r} is in two tiers")
+            out[name] = Authority(index, len(tiers), "/".join(str(n) for n in names))
+    missing = sorted((set(load_kinds(path)) | {FORM_UNIT}) - set(out))
+    if missing:
+        raise ValueError(f"{path}: authority: no tier for {', '.join(missing)}")
+    unknown = sorted(set(out) - set(load_kinds(path)) - {FORM_UNIT})
+    if unknown:
+        raise ValueError(f"{path}: authority: {', '.join(unknown)} is not a kind")
+    return out
+
+
+def authority_of(kind: str, unit: str) -> Authority:
+    """The authority of a unit of a document of ``kind``: a form (annexure, schedule, model
+    agreement) ranks as ``form`` whatever its document; an unknown kind ranks with forms."""
+    tiers = authority_tiers()
+    if unit == FORM_UNIT or kind not in tiers:
+        return tiers[FORM_UNIT]
+    return tiers[kind]
+
+
 def kind_names() -> tuple[str, ...]:
     return tuple(load_kinds())
 
@@ -64,6 +111,19 @@ def is_case_law(kind: str) -> bool:
     """Whether documents of ``kind`` are case law (a judgment), not legislation."""
     found = load_kinds().get(kind)
     return found is not None and found.case_law
+
+
+def citation_role(kind: str, unit: str) -> str:
+    """What a cited unit is to a reader: ``law``, ``case law`` (a judgment), ``guidance`` (an
+    FAQ) or ``form`` (a form, annexure, schedule or model agreement)."""
+    found = load_kinds().get(kind)
+    if unit == FORM_UNIT:
+        return "form"
+    if found is not None and found.case_law:
+        return "case law"
+    if found is not None and found.guidance:
+        return "guidance"
+    return "law"
 
 
 def unit_words() -> dict[str, tuple[str, str]]:

@@ -31,12 +31,12 @@ from civicsetu_pipelines.answer.ranking import (
     Candidate,
     CrossEncoderReranker,
     DeterministicReranker,
-    _stem,
     diversify,
     make_reranker,
     term_overlap,
 )
 from civicsetu_pipelines.answer.retrieval import _label_chain, fulltext_query, fuse
+from civicsetu_pipelines.answer.vocabulary import stem
 
 KNOWN = ["CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"]
 ACT = "rera_act_2016"
@@ -98,7 +98,10 @@ def test_fulltext_query_strips_query_metacharacters() -> None:
     assert (
         fulltext_query(terms) == "refund or interest or ab or xy or not or prefix or group or quote"
     )
-    assert fulltext_query(["'; DROP TABLE legal_chunks; --"]) == "DROPTABLElegal_chunks--"
+    # a term of several words is a quoted phrase of its safe words
+    assert fulltext_query(["'; DROP TABLE legal_chunks; --"]) == '"DROP TABLE legal_chunks"'
+    assert fulltext_query(["refund", "return the amount"]) == 'refund or "return the amount"'
+    assert fulltext_query(['"quoted" phrase']) == '"quoted phrase"'
     assert fulltext_query(["18(2)(a)", "Rs.10,000"]) == "182a or Rs10000"
 
 
@@ -209,7 +212,7 @@ def test_fuse_first_rank_of_a_retriever_counts_once() -> None:
     (only,) = fuse({"vector": [row("a", distance=0.2), row("a", distance=0.4)]})
     assert only.ranks == {"vector": 1}
     assert only.fused == pytest.approx(1 / 61)
-    assert only.distance == 0.4  # the last distance seen is kept
+    assert only.distance == 0.2  # the nearest distance is kept
 
 
 def test_fuse_distance_from_a_later_retriever_and_none_never_overwrites() -> None:
@@ -273,51 +276,42 @@ def test_diversify_small_inputs() -> None:
 
 
 @pytest.mark.parametrize(
-    ("word", "stem"),
+    ("words", "meet"),
     [
-        # plural and inflection suffixes, stripped when a stem of 4+ letters is left
-        ("refunds", "refund"),
-        ("refund", "refund"),
-        ("promoters", "promoter"),
-        ("payments", "payment"),
-        ("apartments", "apart"),
-        ("apartment", "apart"),
-        ("buildings", "build"),
-        ("building", "build"),
-        ("registering", "register"),
-        ("registered", "register"),
-        ("delayed", "delay"),
-        ("registration", "registr"),
-        ("registrations", "registr"),
-        ("compensation", "compens"),
-        # short stems are left alone
-        ("fees", "fees"),
-        ("fee", "fee"),
-        ("rates", "rate"),
-        # not stripped: other suffixes
-        ("register", "register"),
-        ("compensate", "compensate"),
-        ("penalty", "penalty"),
-        ("allottee", "allottee"),
-        # "es" is tried before "s": e-ending nouns lose their "e" in the plural only
-        ("allottees", "allottee"),
-        ("estates", "estate"),
-        ("charges", "charge"),
-        ("penalties", "penalty"),
+        # Snowball (Porter2): inflections of one word meet ...
+        (("refunds", "refund", "refunded"), True),
+        (("allottees", "allottee"), True),
+        (("penalties", "penalty"), True),
+        (("delayed", "delay", "delays", "delaying"), True),
+        (("apartments", "apartment"), True),
+        (("registration", "registrations"), True),
+        (("compensation", "compensate", "compensated"), True),
+        (("charges", "charge", "charged"), True),
+        # ... different words do not
+        (("refund", "fund"), False),
+        (("register", "registration"), False),
+        (("promoter", "promise"), False),
     ],
 )
-def test_stem_table(word: str, stem: str) -> None:
-    assert _stem(word) == stem
+def test_snowball_stems(words: tuple[str, ...], meet: bool) -> None:
+    assert (len({stem(w) for w in words}) == 1) is meet
 
 
 def test_term_overlap_with_stems() -> None:
     assert term_overlap(["refunds"], "the promoter shall refund the amount") == 1.0
     assert term_overlap(["refund"], "REFUNDS of amount") == 1.0
     assert term_overlap(["registering"], "a registered agent") == 1.0
-    # documented: "registration" stems to "registr", "register" stays: they do not meet
+    # Snowball: "registration" stems to "registr", "register" to "regist": they do not meet
     assert term_overlap(["registration"], "the promoter shall register the project") == 0.0
-    assert term_overlap(["register"], "registration of real estate projects") == 0.0
     assert term_overlap(["registration"], "Registrations granted") == 1.0
+
+
+def test_term_overlap_counts_the_statutes_words_for_lay_terms() -> None:
+    # data/vocabulary.yaml: builder -> promoter, flat -> apartment, money back -> return the amount
+    assert term_overlap(["builder"], "the promoter shall return the amount") == 1.0
+    assert term_overlap(["flat", "builder"], "an apartment sold by the promoter") == 1.0
+    assert term_overlap(["refund"], "the promoter shall return the amount received") == 1.0
+    assert term_overlap(["builder"], "the allottee shall pay") == 0.0
 
 
 def test_term_overlap_shares_and_edge_cases() -> None:
@@ -364,8 +358,8 @@ def test_reranker_score_formula_by_hand() -> None:
     low = cand("b", fused=1 / 122, ranks={"fulltext": 30}, title="Other", text="nothing")
     ranked = DeterministicReranker().rerank(query, [low, c])
     assert ids(ranked) == ["a", "b"]
-    # fused/top 1.0 + 0.35 * title 1/3 ("Return" is the statute's word for a refund: SYNONYMS)
-    # + 0.25 * text 2/3
+    # fused/top 1.0 + 0.35 * title 1/3 ("return the amount" is the statute's words for a refund:
+    # data/vocabulary.yaml) + 0.25 * text 2/3
     assert c.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 * 2 / 3)
     assert low.score == pytest.approx(0.5)
     assert DeterministicReranker().name == "deterministic"
@@ -404,7 +398,8 @@ def test_reranker_title_overlap_matters() -> None:
     ranked = DeterministicReranker().rerank(query, [plain, titled])
     assert ids(ranked) == ["z", "a"]
     assert titled.score - plain.score == pytest.approx(0.35 * 2 / 3)
-    # the label counts as title too; the text's "returned" matches "refund" through SYNONYMS
+    # the label counts as title too; "refund" is in the label, not in the text ("returned" alone
+    # is not "return the amount")
     by_label = cand("b", fused=1 / 61, ranks={"vector": 1}, label="Refund", text=text)
     DeterministicReranker().rerank(query, [by_label])
     assert by_label.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 / 3)
@@ -580,6 +575,8 @@ def test_refusal_shape() -> None:
             "section": "Section 18",
             "chunk_id": "a",
             "score": 1.2346,
+            "authority": "form",  # a row without a kind of document ranks with forms
+            "why": {},
         }
     ]
 
@@ -736,16 +733,26 @@ S19 = (
 )
 
 
-def test_choose_quotes_matching_sentences_in_text_order() -> None:
+def test_choose_quotes_one_quote_per_unit_its_best_sentence() -> None:
     query = ask("Can the allottee get a refund with interest if possession is delayed?")
+    # terms: allottee, refund, interest, possession, delayed; sentence (3) holds three of them
+    # (possession, delayed, allottee), sentence (1) two (refund, interest)
     best = cand("a", score=2.0, text=S18)
     chosen = choose_quotes(query, [best])
     assert [q for _, q in chosen] == [
-        "(1) The promoter shall refund the amount received with interest at such rate as may "
-        "be prescribed.",
-        "(3) Where the possession is delayed, the allottee may withdraw from the project.",
+        "(3) Where the possession is delayed, the allottee may withdraw from the project."
     ]
     assert all(c is best and quote_in(q, S18) for c, q in chosen)
+
+
+def test_choose_quotes_two_equally_good_sentences_make_one_contiguous_quote() -> None:
+    query = ask("Is the allottee entitled to anything?")  # every sentence holds both terms
+    (pair,) = choose_quotes(query, [cand("a", score=2.0, text=S19)])
+    assert pair[1] == (
+        "(1) The allottee shall be entitled to obtain the information relating to sanctioned "
+        "plans. (2) The allottee shall be entitled to know stage-wise time schedule of completion."
+    )
+    assert quote_in(pair[1], S19)
 
 
 def test_choose_quotes_exact_units_give_their_opening_sentences() -> None:
@@ -755,40 +762,49 @@ def test_choose_quotes_exact_units_give_their_opening_sentences() -> None:
     chosen = choose_quotes(query, [top, exact])
     assert [(c.chunk_id, q) for c, q in chosen] == [
         ("b", "(1) The allottee shall be entitled to obtain the information relating to "
-         "sanctioned plans."),
-        ("b", "(2) The allottee shall be entitled to know stage-wise time schedule of "
-         "completion."),
+         "sanctioned plans. (2) The allottee shall be entitled to know stage-wise time schedule "
+         "of completion."),
     ]  # fmt: skip
 
 
 def test_choose_quotes_skips_units_without_matching_words_and_weak_units() -> None:
     query = ask("Can the allottee get a refund with interest if possession is delayed?")
-    unrelated = cand("x", score=3.0, text="The Authority shall publish its orders on its website.")
+    unrelated = cand("x", score=3.0, label="Section 34", text="The Authority shall publish.")
     best = cand("a", score=2.0, text=S18)
-    weak = cand("w", score=0.9, text=S19)  # below half of the best score
+    weak = cand("w", score=0.9, label="Section 19", text=S19)  # below half of the best score
     chosen = choose_quotes(query, [unrelated, best, weak])
     assert {c.chunk_id for c, _ in chosen} == {"a"}
     assert choose_quotes(query, [unrelated]) == []
     assert choose_quotes(query, []) == []
 
 
-def test_choose_quotes_at_most_the_limit_and_only_verbatim_sentences() -> None:
+def test_choose_quotes_at_most_the_limit_one_per_unit_only_verbatim() -> None:
     query = ask("Can the allottee get a refund with interest if possession is delayed?")
     ranked = [
         cand("a", score=2.0, text=S18),
-        cand("b", score=1.9, text=S19),
-        cand("c", score=1.8, text=S18.replace("promoter", "developer")),
+        cand("b", score=1.9, label="Section 19", text=S19),
+        cand("c", score=1.8, label="Section 20", text=S18.replace("promoter", "developer")),
+        cand("d", score=1.7, label="Section 21", text=S18.replace("promoter", "builder")),
+        cand("e", score=1.6, label="Section 22", text=S18.replace("promoter", "person")),
     ]
     chosen = choose_quotes(query, ranked)
     assert len(chosen) == MAX_QUOTES
-    assert [c.chunk_id for c, _ in chosen] == ["a", "a", "b", "b"]
+    assert [c.chunk_id for c, _ in chosen] == ["a", "b", "c", "d"]
     for c, q in chosen:
-        text = str(c.row["text"])
-        assert quote_in(q, text)
-        assert q in {s.text for s in sentences(text)}
+        assert quote_in(q, str(c.row["text"]))
     assert len(choose_quotes(query, ranked, limit=3)) == 3
     assert [q for _, q in choose_quotes(query, ranked, limit=1)] == [chosen[0][1]]
     assert choose_quotes(query, ranked, limit=0) == []
+
+
+def test_choose_quotes_lead_with_the_law_then_guidance() -> None:
+    query = ask("Can the allottee get a refund with interest if possession is delayed?")
+    faq = cand("f", score=2.0, label="Question 53", doc_type="faq", unit="question", text=S18)
+    act = cand("s", score=1.5, label="Section 18", doc_type="act", unit="section", text=S18)
+    form = cand("m", score=2.2, label="Annexure A", doc_type="rules", unit="form", text=S18)
+    rule = cand("r", score=1.2, label="Rule 16", doc_type="rules", unit="rule", text=S18)
+    chosen = choose_quotes(query, [form, faq, act, rule])
+    assert [c.chunk_id for c, _ in chosen] == ["s", "r", "f", "m"]
 
 
 def test_choose_quotes_trims_long_sentences_verbatim() -> None:
