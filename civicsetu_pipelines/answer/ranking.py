@@ -114,6 +114,8 @@ def term_overlap(terms: Iterable[str], text: str | None) -> float:
 # AUTHORITY_WEIGHT for the Act down to 0 for forms and model agreements, in even steps. A prior,
 # not a filter: guidance still ranks where it alone answers. Tuned on the dev half.
 AUTHORITY_WEIGHT = 0.3
+STATE_BONUS = 0.25
+NATIONAL_BONUS = 0.0
 
 
 @dataclass
@@ -172,7 +174,11 @@ def _intent_bonus(query: Query, c: Candidate) -> float:
     if c.row.get("jurisdiction") in query.jurisdictions and c.row.get("jurisdiction") != (
         ACT_JURISDICTION
     ):
-        bonus += 0.25  # the question names this state: its own provisions first
+        bonus += STATE_BONUS  # the question names this state: its own provisions first
+    elif c.row.get("jurisdiction") == ACT_JURISDICTION and not (
+        set(query.jurisdictions) - {ACT_JURISDICTION}
+    ):
+        bonus += NATIONAL_BONUS  # no state named: the law of every state (the Act) first
     asks_commencement = {"force", "commence", "commencement", "effect"} & set(query.terms)
     if (
         "temporal" in query.intents

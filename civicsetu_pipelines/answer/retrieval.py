@@ -39,6 +39,9 @@ from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import stems
 from civicsetu_pipelines.store import in_force_clause, prepare
 
+# ts_rank_cd's normalization: 1 divides the rank by 1 + log(length), so a long model agreement
+# that repeats a word does not outrank the short section that governs.
+RANK_NORMALIZATION = 1
 GRAPH_INTENTS = frozenset({"cross_reference", "penalty", "implementation"})
 
 _COLUMNS = (
@@ -155,12 +158,12 @@ def fulltext_candidates(
         return []
     where, values = _filters(jurisdictions, as_of)
     query = (
-        f"SELECT {_COLUMNS}, ts_rank_cd(c.tsv, q, 1) AS rank {_FROM}, "
+        f"SELECT {_COLUMNS}, ts_rank_cd(c.tsv, q, %s) AS rank {_FROM}, "
         f"websearch_to_tsquery('english', %s) q WHERE c.tsv @@ q AND {where} "
         "ORDER BY rank DESC, c.ordinal LIMIT %s"
     )
     with conn.cursor() as cur:
-        cur.execute(query, (text, *values, int(limit)))
+        cur.execute(query, (RANK_NORMALIZATION, text, *values, int(limit)))
         return _rows(cur)
 
 

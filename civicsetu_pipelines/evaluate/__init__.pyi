@@ -15,6 +15,7 @@ from .scoring import (
     by_split as by_split,
     evaluate as evaluate,
     golden_sha256 as golden_sha256,
+    held_out as held_out,
     history as history,
     load_golden as load_golden,
     record as record,

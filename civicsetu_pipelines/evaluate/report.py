@@ -95,6 +95,7 @@ __all__ = [
 
 SECTIONS = (
     ("headline", "Headline metrics"),
+    ("splits", "Dev and test halves"),
     ("hit5", "Hit@5 by jurisdiction and query type"),
     ("refusals", "Refusal correctness"),
     ("means", "Metric means by jurisdiction"),
@@ -540,6 +541,7 @@ def _page(
         jurisdictions=jurisdictions(questions),
         pictures={key: _picture(data) for key, data in images.items()},
         headline=_headline(questions, headline, thresholds, previous),
+        splits=_splits(questions, thresholds),
         refusals=_refusal_rows(questions),
         means_head=means_head,
         means_rows=means_rows,
@@ -550,6 +552,43 @@ def _page(
         questions=_question_rows(questions),
         csv_name=CSV_NAME,
     )
+
+
+SPLIT_METRICS = (
+    "governing_hit_at_1", "governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
+    "plain_answered", "hit_at_5", "mrr", "citation_validity", "refusal_correctness",
+    "latency_p95_ms",
+)  # fmt: skip
+SPLIT_KIND_METRICS = ("governing_hit_at_5", "governing_mrr", "refusal_correctness")
+
+
+def _splits(questions: Sequence[Question], thresholds: Mapping[str, float]) -> dict[str, Any]:
+    """The dev and test halves side by side (targets are held on test), overall and per query
+    type; empty when the golden file is not split."""
+    from civicsetu_pipelines.evaluate.scoring import by_kind_and_split, by_split
+
+    rows = [q.raw for q in questions]
+    if not any(r.get("split") for r in rows):
+        return {}
+    halves = by_split(rows)
+    names = [h for h in halves if h != "all"]
+    overall = [
+        (metric, [_fmt(halves[h].get(metric), 3) for h in (*names, "all")],
+         _fmt(thresholds.get(metric), 2) if metric in thresholds else "")
+        for metric in SPLIT_METRICS
+    ]  # fmt: skip
+    kinds = [
+        (kind, [_fmt(groups.get(h, {}).get(m), 2) for h in names for m in SPLIT_KIND_METRICS],
+         [int(groups.get(h, {}).get("questions") or 0) for h in names])
+        for kind, groups in by_kind_and_split(rows).items()
+    ]  # fmt: skip
+    return {
+        "names": names,
+        "counts": [int(halves[h].get("questions") or 0) for h in (*names, "all")],
+        "overall": overall,
+        "kind_metrics": [label(m) for m in SPLIT_KIND_METRICS],
+        "kinds": kinds,
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -339,15 +339,15 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """Means over the questions each metric applies to (retrieval metrics: questions with
     expected sections; citation validity: answers with citations; refusal correctness: all)."""
     out: dict[str, float | None] = {
-        metric: _mean(r[metric] for r in rows) for metric in ROW_METRICS
+        metric: _mean(r.get(metric) for r in rows) for metric in ROW_METRICS
     }
     out["mrr"] = out.pop("reciprocal_rank")
     out["governing_mrr"] = out.pop("governing_rr")
     out["refusal_correctness"] = _mean(1.0 if r["refusal_correct"] else 0.0 for r in rows)
     plain = [r for r in rows if r.get("phrasing") == "plain"]
-    out["plain_governing_hit_at_3"] = _mean(r["governing_hit_at_3"] for r in plain)
+    out["plain_governing_hit_at_3"] = _mean(r.get("governing_hit_at_3") for r in plain)
     out["plain_answered"] = _mean(
-        1.0 if r["status"] == "answered" else 0.0 for r in plain if not r["expect_refusal"]
+        1.0 if r.get("status") == "answered" else 0.0 for r in plain if not r["expect_refusal"]
     )
     latencies = sorted(float(r["latency_ms"]) for r in rows)
     out["latency_p50_ms"] = round(latencies[len(latencies) // 2], 1) if latencies else None
@@ -366,6 +366,13 @@ def by_group(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, dict[str,
     for row in rows:
         groups.setdefault(str(row.get(key)), []).append(row)
     return {name: headline(items) for name, items in sorted(groups.items())}
+
+
+def held_out(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """The headline the targets are held on: the test half's, or all rows' for an unsplit
+    golden file."""
+    test = [r for r in rows if r.get("split") == "test"]
+    return headline(test or rows)
 
 
 def by_split(rows: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float | None]]:

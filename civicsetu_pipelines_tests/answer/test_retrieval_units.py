@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from civicsetu_pipelines.answer.citations import quote_in, sentences
+from civicsetu_pipelines.answer.citations import quote_in
 from civicsetu_pipelines.answer.compose import (
     ANSWER_DISTANCE,
     DISCLAIMER,

@@ -16,6 +16,7 @@ import pytest
 from civicsetu_pipelines.evaluate.scoring import (
     GOLDEN_JSONL,
     QUERY_TYPES,
+    THRESHOLDS,
     GoldenError,
     headline,
     load_golden,
@@ -23,7 +24,9 @@ from civicsetu_pipelines.evaluate.scoring import (
 from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines_tests.conftest import CorpusStore
 
-JURISDICTIONS = {"CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA", "UTTAR_PRADESH"}
+JURISDICTIONS = {
+    "CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA", "UTTAR_PRADESH", "MAHARASHTRA", "DAMAN_AND_DIU"
+}  # fmt: skip
 
 
 def test_the_golden_file_covers_what_the_issue_asks() -> None:
@@ -126,8 +129,10 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
     assert after[0] == before[0] + 2
     assert per_question[0] >= 2 * len(load_golden())
     checks = {e.check_name: e for e in results[-1].get_asset_check_evaluations()}
-    assert set(checks) == {"hit_at_5_threshold", "mrr_threshold", "citation_validity_threshold",
-                           "refusal_correctness_threshold"}  # fmt: skip
+    assert set(checks) == {f"{metric}_threshold" for metric in THRESHOLDS}
+    targets = {"governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
+               "plain_answered", "citation_validity", "refusal_correctness"}  # fmt: skip
+    assert set(THRESHOLDS) >= targets
     events = {
         e.materialization.asset_key.to_user_string(): {
             k: v.value for k, v in e.materialization.metadata.items()
