@@ -113,9 +113,9 @@ def term_overlap(terms: Iterable[str], text: str | None) -> float:
 # The prior that legal authority adds to a unit's score (data/kinds.yaml, ``authority``):
 # AUTHORITY_WEIGHT for the Act down to 0 for forms and model agreements, in even steps. A prior,
 # not a filter: guidance still ranks where it alone answers. Tuned on the dev half.
-AUTHORITY_WEIGHT = 0.3
-STATE_BONUS = 0.25
-NATIONAL_BONUS = 0.0
+AUTHORITY_WEIGHT = 0.6
+STATE_BONUS = 0.5
+NATIONAL_BONUS = 0.5
 
 
 @dataclass
