@@ -490,7 +490,7 @@ def choose_quotes(
             units.append(candidate)
     units = units[:limit]
     order = {id(c): i for i, c in enumerate(units)}
-    units.sort(key=lambda c: (_tier(c), order[id(c)]))
+    units.sort(key=lambda c: (_tier(c, query), order[id(c)]))
     chosen: list[tuple[Candidate, str]] = []
     for candidate in units:
         quote = _quote(query, candidate)
@@ -499,10 +499,9 @@ def choose_quotes(
     return chosen
 
 
-def _tier(candidate: Candidate) -> int:
-    return authority_of(
-        str(candidate.row.get("doc_type") or ""), str(candidate.row.get("unit"))
-    ).tier
+def _tier(candidate: Candidate, query: Query) -> int:
+    row = candidate.row
+    return authority_of(str(row.get("doc_type") or ""), str(row.get("unit")), query.asks_about).tier
 
 
 def _quote(query: Query, candidate: Candidate) -> str | None:

@@ -42,6 +42,7 @@ from civicsetu_pipelines.answer.places import (
 )
 from civicsetu_pipelines.answer.vocabulary import load_vocabulary
 from civicsetu_pipelines.base import canonicalize
+from civicsetu_pipelines.ingest import kinds_asked_for
 
 MAX_QUESTION_CHARS = 2000
 MAX_TOP_K = 50
@@ -442,6 +443,7 @@ class Query:
     legal_terms: tuple[str, ...] = ()
     rewrite: str | None = None
     lay_terms: tuple[str, ...] = ()  # the lay words and phrases found, as written (lower case)
+    asks_about: frozenset[str] = frozenset()  # kinds of document it names ("model agreement")
 
 
 def _inside(position: int, spans: Sequence[tuple[int, int]]) -> int:
@@ -536,6 +538,7 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
         legal_terms=reading.legal_terms,
         rewrite=reading.rewrite,
         lay_terms=tuple(dict.fromkeys(lay.lower() for lay, _ in reading.matched)),
+        asks_about=kinds_asked_for(text),
     )
 
 

@@ -143,7 +143,9 @@ class DeterministicReranker:
         for c in candidates:
             title = term_overlap(terms, f"{c.row.get('title') or ''} {c.label}")
             text = term_overlap(terms, c.row.get("text"))
-            strength = authority_of(str(c.row.get("doc_type") or ""), str(c.row.get("unit")))
+            strength = authority_of(
+                str(c.row.get("doc_type") or ""), str(c.row.get("unit")), query.asks_about
+            )
             c.why = {
                 "fused": c.fused / top,
                 "exact": 1.0 if c.exact else 0.0,

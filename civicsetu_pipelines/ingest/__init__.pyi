@@ -22,6 +22,7 @@ from .kinds import (
     citation_role as citation_role,
     is_case_law as is_case_law,
     kind_names as kind_names,
+    kinds_asked_for as kinds_asked_for,
     load_kinds as load_kinds,
 )
 from .pages import (

@@ -94,13 +94,36 @@ def authority_tiers(path: Path = KINDS_YAML) -> dict[str, Authority]:
     return out
 
 
-def authority_of(kind: str, unit: str) -> Authority:
+def authority_of(kind: str, unit: str, asked: frozenset[str] = frozenset()) -> Authority:
     """The authority of a unit of a document of ``kind``: a form (annexure, schedule, model
-    agreement) ranks as ``form`` whatever its document; an unknown kind ranks with forms."""
+    agreement) ranks as ``form`` whatever its document; an unknown kind ranks with forms. A tier
+    the question itself asks about (``asked``, from :func:`kinds_asked_for`) ranks first."""
     tiers = authority_tiers()
-    if unit == FORM_UNIT or kind not in tiers:
-        return tiers[FORM_UNIT]
-    return tiers[kind]
+    found = tiers[FORM_UNIT] if unit == FORM_UNIT or kind not in tiers else tiers[kind]
+    if asked and (found.name in asked or kind in asked):
+        return Authority(1, found.tiers, found.name)
+    return found
+
+
+@cache
+def _asked_patterns(path: Path = KINDS_YAML) -> dict[str, re.Pattern[str]]:
+    table = read_data_yaml(path, "asked_for") or {}
+    tiers = authority_tiers(path)
+    out = {}
+    for name, patterns in table.items():
+        if name not in tiers:
+            raise ValueError(f"{path}: asked_for: {name!r} is not a kind or 'form'")
+        try:
+            out[name] = re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+        except re.error as exc:
+            raise ValueError(f"{path}: asked_for: {name}: {exc}") from None
+    return out
+
+
+def kinds_asked_for(text: str) -> frozenset[str]:
+    """The kinds of document (or ``form``) a question names as what it asks about (``asked_for``
+    in kinds.yaml): "under Karnataka's draft model agreement" asks about a form."""
+    return frozenset(name for name, pattern in _asked_patterns().items() if pattern.search(text))
 
 
 def kind_names() -> tuple[str, ...]:

@@ -28,6 +28,9 @@ from civicsetu_pipelines.answer.compose import (
 )
 from civicsetu_pipelines.answer.questions import Query, understand
 from civicsetu_pipelines.answer.ranking import (
+    AUTHORITY_WEIGHT,
+    NATIONAL_BONUS,
+    STATE_BONUS,
     Candidate,
     CrossEncoderReranker,
     DeterministicReranker,
@@ -359,9 +362,10 @@ def test_reranker_score_formula_by_hand() -> None:
     ranked = DeterministicReranker().rerank(query, [low, c])
     assert ids(ranked) == ["a", "b"]
     # fused/top 1.0 + 0.35 * title 1/3 ("return the amount" is the statute's words for a refund:
-    # data/vocabulary.yaml) + 0.25 * text 2/3
-    assert c.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 * 2 / 3)
-    assert low.score == pytest.approx(0.5)
+    # data/vocabulary.yaml) + 0.25 * text 2/3 + NATIONAL_BONUS (no state named, a CENTRAL unit)
+    assert c.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 * 2 / 3 + NATIONAL_BONUS)
+    assert low.score == pytest.approx(0.5 + NATIONAL_BONUS)
+    assert c.why["intent"] == NATIONAL_BONUS and c.why["title"] == pytest.approx(0.35 / 3)
     assert DeterministicReranker().name == "deterministic"
 
 
@@ -402,7 +406,7 @@ def test_reranker_title_overlap_matters() -> None:
     # is not "return the amount")
     by_label = cand("b", fused=1 / 61, ranks={"vector": 1}, label="Refund", text=text)
     DeterministicReranker().rerank(query, [by_label])
-    assert by_label.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 / 3)
+    assert by_label.score == pytest.approx(1.0 + 0.35 / 3 + 0.25 / 3 + NATIONAL_BONUS)
 
 
 def test_reranker_penalty_provision_boosted_for_a_penalty_question() -> None:
@@ -515,7 +519,7 @@ def test_reranker_empty_and_all_expanded() -> None:
     assert DeterministicReranker().rerank(query, []) == []
     only = cand("a", via="family", text="refund")
     (ranked,) = DeterministicReranker().rerank(query, [only])  # fused 0: no division by zero
-    assert ranked.score == pytest.approx(0.25 / 3 - 0.15)
+    assert ranked.score == pytest.approx(0.25 / 3 - 0.15 + NATIONAL_BONUS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -866,3 +870,33 @@ def test_render_answer() -> None:
             rest = rest.replace(piece, "")
     assert set(rest) <= set(' ():"\n')
     assert render_answer([]) == ""
+
+
+def test_reranker_authority_prior_puts_the_law_before_guidance_not_filtering_it() -> None:
+    query = ask("Can the allottee get a refund with interest?")
+    text = "The promoter shall refund the amount with interest."
+    faq = cand("f", fused=1 / 61, ranks={"vector": 1}, doc_type="faq", unit="question", text=text)
+    act = cand("s", fused=1 / 62, ranks={"vector": 2}, doc_type="act", unit="section", text=text)
+    form = cand("m", fused=1 / 61, ranks={"fulltext": 1}, doc_type="rules", unit="form", text=text)
+    ranked = DeterministicReranker().rerank(query, [faq, form, act])
+    assert ids(ranked) == ["s", "f", "m"]  # guidance and forms stay, below the law
+    assert act.why["authority"] == pytest.approx(AUTHORITY_WEIGHT)
+    assert faq.why["authority"] == pytest.approx(AUTHORITY_WEIGHT / 6)
+    assert form.why["authority"] == 0.0
+    summary = act.summary()
+    assert summary["authority"] == "act" and summary["why"]["authority"] == AUTHORITY_WEIGHT
+    # a question about the model agreement itself ranks the model agreement as law
+    asked = ask("Under the Karnataka draft model agreement, can the buyer get a refund?")
+    DeterministicReranker().rerank(asked, [form, act])
+    assert form.why["authority"] == pytest.approx(AUTHORITY_WEIGHT)
+
+
+def test_reranker_the_named_state_first_else_the_act() -> None:
+    text = "The promoter shall refund the amount with interest."
+    rule = cand("r", fused=1 / 61, ranks={"vector": 1}, jurisdiction="GUJARAT", doc_type="rules",
+                unit="rule", text=text)  # fmt: skip
+    act = cand("s", fused=1 / 61, ranks={"vector": 1}, doc_type="act", unit="section", text=text)
+    DeterministicReranker().rerank(ask("Refund with interest in Gujarat?"), [rule, act])
+    assert rule.why["intent"] == STATE_BONUS and act.why.get("intent", 0.0) == 0.0
+    DeterministicReranker().rerank(ask("Refund with interest?"), [rule, act])
+    assert act.why["intent"] == NATIONAL_BONUS and rule.why.get("intent", 0.0) == 0.0

@@ -12,6 +12,7 @@ from civicsetu_pipelines.ingest.kinds import (
     authority_of,
     authority_tiers,
     citation_role,
+    kinds_asked_for,
     load_kinds,
 )
 
@@ -56,3 +57,27 @@ def test_a_broken_authority_table_is_refused(tmp_path: Path, authority: str, mes
     broken.write_text(f"schema_version: 1\nauthority: {authority}\nkinds:\n{kinds}", "utf-8")
     with pytest.raises(ValueError, match=message):
         authority_tiers.__wrapped__(broken)
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        (
+            "Under Karnataka's draft model agreement for sale, how long is the builder liable?",
+            {"form"},
+        ),
+        ("What did the Karnataka RERA penalty order of 1 December 2017 impose?", {"order"}),
+        ("What does the FAQ say about carpet area?", {"faq"}),
+        ("What did the Bombay High Court hold on retrospective effect?", {"judgment"}),
+        ("Can a promoter take an advance without an agreement for sale?", set()),
+        ("What punishment for not obeying an order of the Appellate Tribunal?", set()),
+    ],
+)
+def test_a_question_that_names_a_kind_of_document_ranks_it_first(
+    question: str, asked: set[str]
+) -> None:
+    found = kinds_asked_for(question)
+    assert found == asked
+    if "form" in found:
+        assert authority_of("rules", "form", found).tier == 1
+        assert authority_of("act", "section", found).tier == 1  # the Act is not demoted
