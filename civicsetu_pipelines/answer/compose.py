@@ -64,7 +64,10 @@ def places_refusal(
         places = ", ".join(query.other_places)
         return refusal(
             "out_of_scope",
-            f"The corpus holds no documents of {places}; it covers {', '.join(stored)}.",
+            f"The corpus holds no documents of {places}; it covers {', '.join(stored)}. The RERA "
+            f"Act applies in every state, but {places}'s own rules, fees and authority are not in "
+            "the corpus: ask about the Act without naming the place, or add its gazettes "
+            "(civicsetu documents add).",
         )
     return None
 

@@ -23,9 +23,9 @@ from functools import cache, lru_cache
 from pathlib import Path
 
 import Stemmer
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from civicsetu_pipelines.base import DATA_DIR, read_data_yaml
+from civicsetu_pipelines.base import DATA_DIR, read_data_entries
 
 VOCABULARY_YAML = DATA_DIR / "vocabulary.yaml"
 _WORD = re.compile(r"[a-z0-9]+")
@@ -141,10 +141,4 @@ class Vocabulary:
 def load_vocabulary(path: Path = VOCABULARY_YAML) -> Vocabulary:
     """The vocabulary of ``data/vocabulary.yaml``, validated (cached); an error names the file
     and the entry."""
-    entries = []
-    for index, item in enumerate(read_data_yaml(path, "terms") or [], start=1):
-        try:
-            entries.append(Entry.model_validate(item))
-        except ValidationError as exc:
-            raise ValueError(f"{path}: term {index}: {exc}") from None
-    return Vocabulary(entries)
+    return Vocabulary(read_data_entries(path, "terms", Entry, "term"))

@@ -11,6 +11,7 @@ from .figures import (
     figure_png as figure_png,
 )
 from .files import (
+    read_data_entries as read_data_entries,
     read_data_yaml as read_data_yaml,
     sha256_file as sha256_file,
     write_atomic as write_atomic,

@@ -8,9 +8,10 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel, ValidationError
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -50,3 +51,18 @@ def read_data_yaml(path: Path, key: str, schema_version: int = 1) -> Any:
     if not isinstance(data, dict) or data.get("schema_version") != schema_version:
         raise ValueError(f"{path}: expected schema_version {schema_version} and {key!r}")
     return data.get(key)
+
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def read_data_entries(path: Path, key: str, model: type[_Model], noun: str) -> list[_Model]:
+    """The ``key`` list of a versioned YAML data file, each entry validated as ``model``;
+    ``ValueError`` naming the file and the entry (``"<path>: <noun> #3: ..."``)."""
+    out = []
+    for index, entry in enumerate(read_data_yaml(path, key) or [], start=1):
+        try:
+            out.append(model.model_validate(entry))
+        except ValidationError as exc:
+            raise ValueError(f"{path}: {noun} #{index}: {exc}") from None
+    return out

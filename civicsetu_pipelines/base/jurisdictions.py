@@ -17,9 +17,9 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from civicsetu_pipelines.base.files import read_data_yaml
+from civicsetu_pipelines.base.files import read_data_entries
 from civicsetu_pipelines.base.settings import DATA_DIR
 
 JURISDICTIONS_YAML = DATA_DIR / "jurisdictions.yaml"
@@ -127,12 +127,7 @@ class Jurisdictions:
 @cache
 def load_jurisdictions(path: Path = JURISDICTIONS_YAML) -> Jurisdictions:
     """Load and validate the jurisdiction table (cached); errors name the file and entry."""
-    items = []
-    for index, entry in enumerate(read_data_yaml(path, "jurisdictions") or [], start=1):
-        try:
-            items.append(Jurisdiction.model_validate(entry))
-        except ValidationError as exc:
-            raise ValueError(f"{path}: jurisdiction #{index}: {exc}") from None
+    items = read_data_entries(path, "jurisdictions", Jurisdiction, "jurisdiction")
     return Jurisdictions(items, Path(path))
 
 

@@ -76,7 +76,7 @@ def test_a_question_carries_its_lay_terms_and_they_weigh_as_one() -> None:
 def test_a_bad_vocabulary_file_is_refused_naming_it(tmp_path: Path) -> None:
     bad = tmp_path / "vocabulary.yaml"
     bad.write_text("schema_version: 1\nterms:\n  - lay: [builder]\n    legal: []\n", "utf-8")
-    with pytest.raises(ValueError, match=r"vocabulary.yaml: term 1"):
+    with pytest.raises(ValueError, match=r"vocabulary.yaml: term #1"):
         load_vocabulary.__wrapped__(bad)
     bad.write_text("terms: []\n", "utf-8")
     with pytest.raises(ValueError, match="schema_version"):
