@@ -573,7 +573,7 @@ def _splits(questions: Sequence[Question], thresholds: Mapping[str, float]) -> d
     halves = by_split(rows)
     names = [h for h in halves if h != "all"]
     overall = [
-        (metric, [_fmt(halves[h].get(metric), 3) for h in (*names, "all")],
+        (label(metric), [_fmt(halves[h].get(metric), 3) for h in (*names, "all")],
          _fmt(thresholds.get(metric), 2) if metric in thresholds else "")
         for metric in SPLIT_METRICS
     ]  # fmt: skip

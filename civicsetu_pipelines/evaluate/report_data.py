@@ -46,6 +46,10 @@ LABELS = {
     "response_relevancy": "response relevancy", "refusal_correct": "refusal correctness",
     "refusal_correctness": "refusal correctness", "latency_p50_ms": "latency p50 (ms)",
     "latency_p95_ms": "latency p95 (ms)", "questions": "questions",
+    "governing_hit_at_1": "governing hit@1", "governing_hit_at_3": "governing hit@3",
+    "governing_hit_at_5": "governing hit@5", "governing_mrr": "governing MRR",
+    "governing_rr": "governing RR", "plain_governing_hit_at_3": "plain: governing in top 3",
+    "plain_answered": "plain: answered",
 }  # fmt: skip
 # The per-question field a headline mean is taken over (for its n and its threshold line).
 HEADLINE_FIELD = {"mrr": "reciprocal_rank", "refusal_correctness": "refusal_correct"}
