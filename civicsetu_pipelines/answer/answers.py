@@ -247,4 +247,19 @@ def default_query_embedder() -> Callable[[str], np.ndarray]:
 
     torch.set_num_threads(1)
     embedder = Embedder(embedding_config_from_env(), Settings.from_env().state_dir / "models")
-    return embedder.embed_query
+    return QueryEmbedder(embedder)
+
+
+class QueryEmbedder:
+    """A query embedder: called with one text, its vector; ``many`` encodes several texts (a
+    question and its reformulation in the statute's words) in one forward pass."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+
+    def __call__(self, text: str) -> np.ndarray:
+        return np.asarray(self._embedder.embed_query(text), dtype=np.float32)
+
+    def many(self, texts: Sequence[str]) -> list[np.ndarray]:
+        prefix = self._embedder.config.query_prefix
+        return list(self._embedder.encode([prefix + t for t in texts]))

@@ -360,6 +360,11 @@ class Retriever:
     ) -> None:
         self._conn = conn
         self._embed_query = embed_query
+        # An embedder that encodes several texts in one forward pass says so with ``many``.
+        many = getattr(embed_query, "many", None)
+        self._embed_many: Callable[[Sequence[str]], Sequence[np.ndarray]] = many or (
+            lambda texts: [embed_query(t) for t in texts]
+        )
         self.settings = settings
         self.reranker = reranker
         prepare_session(self._conn, settings.ef_search)
@@ -402,11 +407,12 @@ class Retriever:
         asked = {"": (query.text, list(query.terms))}
         if query.rewrite:
             asked[":legal"] = (query.rewrite, search_terms(query))
+        new = [text for text, _ in asked.values() if text not in self._vectors]
+        if new:  # a comparison retrieves once per state: embed once, all texts in one batch
+            self._vectors.update(zip(new, self._embed_many(new), strict=True))
+            since = timer.stage("embed", since)
         for suffix, (text, terms) in asked.items():
-            vector = self._vectors.get(text)
-            if vector is None:  # a comparison retrieves once per state: embed once
-                vector = self._vectors[text] = self._embed_query(text)
-                since = timer.stage("embed", since)
+            vector = self._vectors[text]
             lists["vector" + suffix] = vector_candidates(
                 self._conn, vector, settings.candidates, jurisdictions=scope, as_of=as_of
             )
