@@ -10,7 +10,6 @@ from .scoring import (
     GoldenError as GoldenError,
     GoldenQuestion as GoldenQuestion,
     assign_splits as assign_splits,
-    by_group as by_group,
     by_kind_and_split as by_kind_and_split,
     by_split as by_split,
     evaluate as evaluate,

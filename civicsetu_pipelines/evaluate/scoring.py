@@ -360,14 +360,6 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     return out
 
 
-def by_group(rows: Sequence[Mapping[str, Any]], key: str) -> dict[str, dict[str, float | None]]:
-    """Headline means per value of ``key`` (jurisdiction, query_type, split or phrasing)."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(str(row.get(key)), []).append(row)
-    return {name: headline(items) for name, items in sorted(groups.items())}
-
-
 def held_out(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     """The headline the targets are held on: the test half's, or all rows' for an unsplit
     golden file."""

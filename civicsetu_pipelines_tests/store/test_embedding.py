@@ -146,15 +146,20 @@ def _copied_model(packaged_models_dir: Path, tmp_path: Path) -> tuple[Path, Path
     return models, models / PACKAGED_MODEL_DIR / PACKAGED_WEIGHTS
 
 
+def _flip_a_byte(path: Path, offset: int) -> None:
+    """Corrupt a file in place: invert the bits of the byte at ``offset``."""
+    with path.open("r+b") as handle:
+        handle.seek(offset)
+        byte = handle.read(1)
+        handle.seek(-1, 1)
+        handle.write(bytes([byte[0] ^ 0xFF]))
+
+
 def test_corrupt_weights_fail_with_a_checksum_error(
     tmp_path: Path, packaged_models_dir: Path
 ) -> None:
     models, weights = _copied_model(packaged_models_dir, tmp_path)
-    with weights.open("r+b") as handle:
-        handle.seek(weights.stat().st_size // 2)
-        byte = handle.read(1)
-        handle.seek(-1, 1)
-        handle.write(bytes([byte[0] ^ 0xFF]))
+    _flip_a_byte(weights, weights.stat().st_size // 2)
     actual = sha256_file(weights)
     assert actual != PACKAGED_SHA256
 
@@ -322,11 +327,7 @@ def test_mpnet_corrupt_weights_are_refused_before_loading(
     models = tmp_path / "models"
     shutil.copytree(mpnet_models_dir / "all-mpnet-base-v2", models / "all-mpnet-base-v2")
     weights = models / "all-mpnet-base-v2" / "model.safetensors"
-    with weights.open("r+b") as handle:
-        handle.seek(weights.stat().st_size // 3)
-        byte = handle.read(1)
-        handle.seek(-1, 1)
-        handle.write(bytes([byte[0] ^ 0x01]))
+    _flip_a_byte(weights, weights.stat().st_size // 3)
     actual = sha256_file(weights)
     with pytest.raises(ModelChecksumError) as caught:
         Embedder(EmbeddingConfig(model="all-mpnet-base-v2"), models).model  # noqa: B018
