@@ -27,7 +27,7 @@ from civicsetu_pipelines.answer.citations import quote_in, sentences, split_acro
 from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query, is_vague
-from civicsetu_pipelines.answer.ranking import Candidate, term_overlap
+from civicsetu_pipelines.answer.ranking import Candidate, scoring_terms, term_overlap
 from civicsetu_pipelines.answer.retrieval import ReferenceResolution
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import load_vocabulary
@@ -516,7 +516,8 @@ def _quote(query: Query, candidate: Candidate) -> str | None:
     if candidate.exact:
         picked = list(spans[:QUOTES_PER_UNIT])
     else:
-        scored = [(term_overlap(query.terms, s.text), -i) for i, s in enumerate(spans)]
+        terms = scoring_terms(query)  # a lay phrase counts where the statute's words for it are
+        scored = [(term_overlap(terms, s.text), -i) for i, s in enumerate(spans)]
         share, first = max(scored)
         if share <= 0:
             return None
