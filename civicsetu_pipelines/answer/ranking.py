@@ -143,7 +143,7 @@ class DeterministicReranker:
         for c in candidates:
             title = term_overlap(terms, f"{c.row.get('title') or ''} {c.label}")
             text = term_overlap(terms, c.row.get("text"))
-            strength = authority_of(
+            authority = authority_of(
                 str(c.row.get("doc_type") or ""), str(c.row.get("unit")), query.asks_about
             )
             c.why = {
@@ -151,7 +151,7 @@ class DeterministicReranker:
                 "exact": 1.0 if c.exact else 0.0,
                 "title": 0.35 * title,
                 "text": 0.25 * text,
-                "authority": AUTHORITY_WEIGHT * strength.strength,
+                "authority": AUTHORITY_WEIGHT * authority.strength,
                 "expanded_only": -0.15 if c.via and not c.ranks else 0.0,
                 "intent": _intent_bonus(query, c),
             }

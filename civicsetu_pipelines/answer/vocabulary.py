@@ -78,12 +78,6 @@ class Reading:
     legal_terms: tuple[str, ...]  # every legal term of every match, in order, once each
     rewrite: str | None  # the question in the statute's words; None when nothing matched
 
-    @property
-    def phrases(self) -> tuple[str, ...]:
-        """The legal terms of several words ("return the amount"): the statute's own phrases,
-        which full-text search looks for as phrases."""
-        return tuple(t for t in self.legal_terms if len(t.split()) > 1)
-
 
 class Vocabulary:
     """The lay-to-legal vocabulary, indexed by the stems of its lay terms."""

@@ -30,6 +30,7 @@ from pydantic import (
 from civicsetu_pipelines.answer import LLMSettings, QueryEngine, QuestionError, quote_in
 from civicsetu_pipelines.base import DATA_DIR
 from civicsetu_pipelines.evaluate.metrics import (
+    GOVERNING_KS,
     Judged,
     citation_validity,
     governing_scores,
@@ -43,7 +44,6 @@ GOLDEN_JSONL = DATA_DIR / "golden.jsonl"
 QUERY_TYPES = ("fact_lookup", "cross_reference", "penalty_lookup", "temporal", "comparison",
                "out_of_scope")  # fmt: skip
 SPLITS = ("dev", "test")  # dev: tuned on; test: only ever scored
-PHRASINGS = ("legal", "plain")  # legal vocabulary, or a buyer's own words
 # The targets of the golden set (issue 15), held on the test half: the governing provision
 # ranked (hit@5, MRR over questions that have one), plain-language questions' governing
 # provision in the top 3 and answered, refusals, citations.
@@ -77,7 +77,7 @@ class GoldenQuestion(BaseModel):
     governing: tuple[str, ...] = ()
     expect_refusal: bool
     split: Literal["dev", "test"] | None = None  # None: a user's file, not split
-    phrasing: Literal["legal", "plain"] = "legal"
+    phrasing: Literal["legal", "plain"] = "legal"  # legal vocabulary, or a buyer's own words
 
     @field_validator("query_type")
     @classmethod
@@ -315,7 +315,7 @@ def evaluate(
         row["reciprocal_rank"] = scores.get("mrr")
         row["ndcg_at_10"] = scores.get("ndcg@10")
         ruling = governing.get(item.id, {})
-        for k in (1, 3, 5):
+        for k in GOVERNING_KS:
             row[f"governing_hit_at_{k}"] = ruling.get(f"governing_hit@{k}")
         row["governing_rr"] = ruling.get("governing_rr")
         row["citation_validity"] = citation_validity(j)
