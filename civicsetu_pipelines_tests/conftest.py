@@ -278,9 +278,11 @@ class CorpusStore:
         self.models_dir = models_dir
 
     def query_embedder(self) -> Any:
-        from civicsetu_pipelines.store.embedding import Embedder, EmbeddingConfig
+        """The question path's embedder: the ONNX runtime, one thread (as ``civicsetu ask``)."""
+        from civicsetu_pipelines.answer import QueryEmbedder
+        from civicsetu_pipelines.store.embedding import EmbeddingConfig, open_embedder
 
-        return Embedder(EmbeddingConfig(), self.models_dir).embed_query
+        return QueryEmbedder(open_embedder(EmbeddingConfig(), self.models_dir, threads=1))
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from .answers import (
     AnswerSettings as AnswerSettings,
+    QueryEmbedder as QueryEmbedder,
     QueryEngine as QueryEngine,
     answer as answer,
     default_query_embedder as default_query_embedder,

@@ -233,21 +233,19 @@ def settings_from_env() -> AnswerSettings:
     )
 
 
-def default_query_embedder() -> Callable[[str], np.ndarray]:
+def default_query_embedder() -> QueryEmbedder:
     """The configured embedding model, in this process (a query is one short text).
 
-    Torch runs on one thread here: a one-sentence query gains nothing from a second one, and on
-    a busy 2-core machine two threads oversubscribe the cores (bench/bench_answers.py under
-    load: p95 of the answer path 151 ms with 2 threads, 42 ms with 1).
+    The ONNX runtime by default: no torch, transformers or sentence-transformers is imported on
+    the question path. One intra-op thread: a one-sentence query gains nothing from a second
+    one, and on a busy 2-core machine two threads oversubscribe the cores (bench/bench_answers.py
+    under load: p95 of the answer path 151 ms with 2 threads, 42 ms with 1).
     """
-    import torch
-
     from civicsetu_pipelines.base import Settings
-    from civicsetu_pipelines.store import Embedder, embedding_config_from_env
+    from civicsetu_pipelines.store import embedding_config_from_env, open_embedder
 
-    torch.set_num_threads(1)
-    embedder = Embedder(embedding_config_from_env(), Settings.from_env().state_dir / "models")
-    return QueryEmbedder(embedder)
+    models = Settings.from_env().state_dir / "models"
+    return QueryEmbedder(open_embedder(embedding_config_from_env(), models, threads=1))
 
 
 class QueryEmbedder:

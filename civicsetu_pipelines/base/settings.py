@@ -32,6 +32,8 @@ ENV_EMBED_DOCUMENT_PREFIX = "CIVICSETU_EMBED_DOCUMENT_PREFIX"
 ENV_EMBED_QUERY_PREFIX = "CIVICSETU_EMBED_QUERY_PREFIX"
 ENV_EMBED_BATCH_SIZE = "CIVICSETU_EMBED_BATCH_SIZE"
 ENV_EMBED_DEVICE = "CIVICSETU_EMBED_DEVICE"
+# onnx (the default: onnxruntime, the model exported once to ONNX) or torch (sentence-transformers).
+ENV_EMBED_RUNTIME = "CIVICSETU_EMBED_RUNTIME"
 # Automation: the cron of the weekly re-ingestion schedules (Asia/Kolkata).
 ENV_REINGEST_CRON = "CIVICSETU_REINGEST_CRON"
 # Answers: retrieval and the optional OpenAI-compatible generation endpoint.

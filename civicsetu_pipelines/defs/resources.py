@@ -16,7 +16,12 @@ from pydantic import Field
 if TYPE_CHECKING:
     import neo4j
 
-from civicsetu_pipelines.answer import AnswerSettings, LLMSettings, RetrievalSettings
+from civicsetu_pipelines.answer import (
+    AnswerSettings,
+    LLMSettings,
+    QueryEmbedder,
+    RetrievalSettings,
+)
 from civicsetu_pipelines.base import (
     DEFAULT_MIRROR,
     ENV_CROSS_ENCODER,
@@ -28,6 +33,7 @@ from civicsetu_pipelines.base import (
     ENV_EMBED_DOCUMENT_PREFIX,
     ENV_EMBED_MODEL,
     ENV_EMBED_QUERY_PREFIX,
+    ENV_EMBED_RUNTIME,
     ENV_LLM_API_KEY,
     ENV_LLM_BASE_URL,
     ENV_LLM_MODEL,
@@ -53,6 +59,7 @@ from civicsetu_pipelines.store import (
     apply_migrations,
     connect,
     embedding_config_from_env,
+    open_embedder,
     resolve_database_url,
 )
 
@@ -178,6 +185,7 @@ def default_resources() -> dict[str, object]:
             query_prefix=_env(ENV_EMBED_QUERY_PREFIX, ""),
             batch_size=_env_int(ENV_EMBED_BATCH_SIZE, 32),
             device=_env(ENV_EMBED_DEVICE, "cpu"),
+            runtime=_env(ENV_EMBED_RUNTIME, "onnx"),
             state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
         ),
         "postgres": PostgresResource(
@@ -201,6 +209,7 @@ def default_resources() -> dict[str, object]:
 
 
 _EMBEDDERS: dict[tuple[EmbeddingConfig, str], ModelWorker] = {}
+_QUERY_EMBEDDERS: dict[tuple[EmbeddingConfig, str], QueryEmbedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
@@ -219,6 +228,11 @@ class EmbeddingResource(dg.ConfigurableResource):
     query_prefix: str = Field(default="", description="Prefix for embedded queries")
     batch_size: int = Field(default=32, description="Encoding batch size")
     device: str = Field(default="cpu", description="cpu or cuda")
+    runtime: str = Field(
+        default="onnx",
+        description="onnx (onnxruntime; the model exported once to ONNX) or torch "
+        "(sentence-transformers)",
+    )
     state_dir: str = Field(default=str(REPO_ROOT / ".civicsetu"), description="State directory")
 
     def config(self) -> EmbeddingConfig:
@@ -229,6 +243,7 @@ class EmbeddingResource(dg.ConfigurableResource):
             query_prefix=self.query_prefix,
             batch_size=int(self.batch_size),
             device=self.device,
+            runtime=self.runtime,
         )
 
     def embedder(self) -> ModelWorker:
@@ -238,6 +253,16 @@ class EmbeddingResource(dg.ConfigurableResource):
             if key not in _EMBEDDERS:
                 _EMBEDDERS[key] = ModelWorker(self.config(), Path(key[1]) / "models")
             return _EMBEDDERS[key]
+
+    def query_embedder(self) -> QueryEmbedder:
+        """The model in this process for questions (one short text each; one thread), shared by
+        every run of this process."""
+        key = (self.config(), str(Path(self.state_dir).resolve()))
+        with _EMBEDDERS_LOCK:
+            if key not in _QUERY_EMBEDDERS:
+                models = Path(key[1]) / "models"
+                _QUERY_EMBEDDERS[key] = QueryEmbedder(open_embedder(key[0], models, threads=1))
+            return _QUERY_EMBEDDERS[key]
 
 
 def warm_up_embedder() -> None:
@@ -255,5 +280,6 @@ def embedding_resource_from_env() -> EmbeddingResource:
         query_prefix=config.query_prefix,
         batch_size=config.batch_size,
         device=config.device,
+        runtime=config.runtime,
         state_dir=str(Settings.from_env().state_dir),
     )

@@ -4,6 +4,7 @@ Modules, in the order they build on each other:
 
 * ``database`` -- connections, the embedded Postgres, migrations (sql/)
 * ``embedding`` -- the embedding model (packaged, checksummed), windows, worker process
+* ``onnx_model`` -- the model exported once to ONNX and run without torch
 * ``legal_chunks`` -- the versioned pgvector table legal_chunks and the embedding cache
 * ``catalog`` -- the document catalog, its units and stored page texts
 

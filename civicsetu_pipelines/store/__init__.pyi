@@ -23,8 +23,10 @@ from .embedding import (
     Embedder as Embedder,
     EmbeddingConfig as EmbeddingConfig,
     ModelWorker as ModelWorker,
+    WindowedEmbedder as WindowedEmbedder,
     document_text as document_text,
     embedding_config_from_env as embedding_config_from_env,
+    open_embedder as open_embedder,
     sha256_file as sha256_file,
     text_sha256 as text_sha256,
 )
@@ -44,4 +46,9 @@ from .legal_chunks import (
     set_vectors as set_vectors,
     store_setting as store_setting,
     store_stats as store_stats,
+)
+from .onnx_model import (
+    OnnxEmbedder as OnnxEmbedder,
+    ensure_onnx_model as ensure_onnx_model,
+    verify_export as verify_export,
 )

@@ -11,6 +11,11 @@ local directory of that name).
 A text longer than the model's window is cut into overlapping token windows (character spans of
 the original text), each window is embedded, and the text's vector is the normalized mean of its
 windows: nothing is truncated out of the index.
+
+Two runtimes run the same model: ``onnx`` (the default; onnxruntime + tokenizers, the model
+exported once from its weights by :mod:`~civicsetu_pipelines.store.onnx_model`, no torch at run
+time) and ``torch`` (sentence-transformers, which also makes the export). :func:`open_embedder`
+gives the configured one; both share the windowing here.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ log = logging.getLogger(__name__)
 
 MODELS_FILE = DATA_DIR / "models.yaml"  # the packaged models
 DEFAULT_DIMENSION = 384  # of a model that is not in the table, unless configured
+RUNTIMES = ("onnx", "torch")
 
 
 class ModelError(RuntimeError):
@@ -143,8 +149,14 @@ class EmbeddingConfig:
     device: str = "cpu"
     window_overlap: int = 32  # tokens shared by consecutive windows
     weights_sha256: str | None = None  # checked for a packaged model (None: the pinned one)
+    runtime: str = "onnx"  # onnx (onnxruntime, exported once) or torch (sentence-transformers)
 
     def __post_init__(self) -> None:
+        if self.runtime not in RUNTIMES:
+            raise ModelError(
+                f"unknown embedding runtime {self.runtime!r} (CIVICSETU_EMBED_RUNTIME): "
+                f"use one of {', '.join(RUNTIMES)}"
+            )
         packaged = self.packaged
         if not self.dimension:
             dimension = packaged.dimension if packaged else DEFAULT_DIMENSION
@@ -281,61 +293,35 @@ def document_text(label: str, title: str | None, text: str) -> str:
     return f"{head}\n{text}"
 
 
-class Embedder:
-    """Loads the configured model lazily and embeds documents and queries."""
+class WindowedEmbedder:
+    """What both runtimes share: windows of long texts, document and query embedding.
 
-    def __init__(self, config: EmbeddingConfig, models_dir: Path) -> None:
-        self.config = config
-        self.models_dir = models_dir
-        self._model: Any = None
+    A runtime supplies :meth:`encode` (normalized vectors of texts that fit the window),
+    :attr:`max_seq_length` (the model's window in tokens, special tokens included) and
+    :meth:`offsets` (character spans of a text's tokens, without special tokens).
+    """
+
+    config: EmbeddingConfig
 
     @property
-    def model(self) -> Any:
-        if self._model is None:
-            self._model = self._load()
-        return self._model
+    def max_seq_length(self) -> int:
+        raise NotImplementedError
 
-    def _load(self) -> Any:
-        model_hub_offline()
-        packaged = self.config.packaged
-        path = (
-            str(ensure_packaged_model(self.models_dir, packaged, self.config.weights_sha256 or ""))
-            if packaged
-            else self.config.model
-        )
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        raise NotImplementedError
 
-        transformers_logging.set_verbosity_error()  # long texts are windowed, not truncated
-        transformers_logging.disable_progress_bar()
-
-        try:
-            model = SentenceTransformer(path, device=self.config.device)
-        except Exception as exc:
-            raise ModelError(f"cannot load embedding model {path!r}: {exc}") from exc
-        get_dimension = (
-            getattr(model, "get_embedding_dimension", None)
-            or model.get_sentence_embedding_dimension
-        )
-        dimension = get_dimension()
-        if dimension != self.config.dimension:
-            raise ModelError(
-                f"model {path!r} makes {dimension}-d vectors but the configured dimension is "
-                f"{self.config.dimension} (CIVICSETU_EMBED_DIMENSION)"
-            )
-        return model
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
 
     @property
     def window_tokens(self) -> int:
         """Tokens of text per window (the model's window less its special tokens)."""
-        return int(self.model.max_seq_length) - 2
+        return int(self.max_seq_length) - 2
 
     def windows(self, text: str) -> list[str]:
         """Character spans of ``text``, each fitting the model's window with the document
         prefix in front of it."""
-        tokenizer = self.model.tokenizer
-        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = encoded["offset_mapping"]
+        offsets = self.offsets(text)
         prefix = self.config.document_prefix
         size = self.window_tokens - (self.token_count(prefix) if prefix else 0)
         if len(offsets) <= size:
@@ -350,18 +336,7 @@ class Embedder:
         return out
 
     def token_count(self, text: str) -> int:
-        return len(self.model.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Bare model encoding (normalized), no windowing."""
-        vectors = self.model.encode(
-            list(texts),
-            batch_size=self.config.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+        return len(self.offsets(text))
 
     def embed_documents(
         self,
@@ -394,6 +369,91 @@ class Embedder:
         return self.encode([self.config.query_prefix + text])[0]
 
 
+def model_source(config: EmbeddingConfig, models_dir: Path) -> str:
+    """What sentence-transformers loads: the extracted, verified packaged model, or the
+    configured name or path."""
+    packaged = config.packaged
+    if packaged is None:
+        return config.model
+    return str(ensure_packaged_model(models_dir, packaged, config.weights_sha256 or ""))
+
+
+class Embedder(WindowedEmbedder):
+    """The torch runtime: the model loaded lazily with sentence-transformers (``threads``: torch's
+    intra-op threads, None for its default)."""
+
+    def __init__(self, config: EmbeddingConfig, models_dir: Path, threads: int | None = None):
+        self.config = config
+        self.models_dir = models_dir
+        self.threads = threads
+        self._model: Any = None
+
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = self._load()
+        return self._model
+
+    def _load(self) -> Any:
+        model_hub_offline()
+        path = model_source(self.config, self.models_dir)
+        import torch
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        transformers_logging.set_verbosity_error()  # long texts are windowed, not truncated
+        transformers_logging.disable_progress_bar()
+
+        try:
+            model = SentenceTransformer(path, device=self.config.device)
+        except Exception as exc:
+            raise ModelError(f"cannot load embedding model {path!r}: {exc}") from exc
+        get_dimension = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
+        )
+        dimension = get_dimension()
+        if dimension != self.config.dimension:
+            raise ModelError(
+                f"model {path!r} makes {dimension}-d vectors but the configured dimension is "
+                f"{self.config.dimension} (CIVICSETU_EMBED_DIMENSION)"
+            )
+        return model
+
+    @property
+    def max_seq_length(self) -> int:
+        return int(self.model.max_seq_length)
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        encoded = self.model.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        return [(int(a), int(b)) for a, b in encoded["offset_mapping"]]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Bare model encoding (normalized), no windowing."""
+        vectors = self.model.encode(
+            list(texts),
+            batch_size=self.config.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def open_embedder(
+    config: EmbeddingConfig, models_dir: Path, threads: int | None = None
+) -> WindowedEmbedder:
+    """The configured runtime's embedder (nothing loaded until first use). ``threads``: the
+    runtime's intra-op threads (1 suits one short query on a busy machine; None: all cores)."""
+    if config.runtime == "torch":
+        return Embedder(config, models_dir, threads)
+    from civicsetu_pipelines.store.onnx_model import OnnxEmbedder
+
+    return OnnxEmbedder(config, models_dir, threads)
+
+
 _ERRORS: dict[str, type[Exception]] = {
     "ModelChecksumError": ModelChecksumError,
     "ModelError": ModelError,
@@ -401,7 +461,8 @@ _ERRORS: dict[str, type[Exception]] = {
 
 
 class ModelWorker:
-    """An :class:`Embedder` in a child process, with the same methods.
+    """The configured runtime's embedder (:func:`open_embedder`) in a child process, with the
+    same methods.
 
     Importing and loading the model takes seconds of single-threaded Python. In a child process
     (started as early as possible) that work runs on the second core while the parent fetches,
@@ -479,10 +540,10 @@ class ModelWorker:
 
 def _serve(conn: Any, config: EmbeddingConfig, models_dir: str) -> None:
     """The worker: load the model at once, then answer method calls until the pipe closes."""
-    embedder = Embedder(config, Path(models_dir))
+    embedder = open_embedder(config, Path(models_dir))
     failure: Exception | None = None
     try:
-        embedder.model  # noqa: B018  (load now, while the parent does other work)
+        embedder.encode(["warm up"])  # load now, while the parent does other work
     except Exception as exc:
         failure = exc
     while True:
@@ -508,7 +569,7 @@ def _serve(conn: Any, config: EmbeddingConfig, models_dir: str) -> None:
 
 def embedding_config_from_env() -> EmbeddingConfig:
     """The model settings from the ``CIVICSETU_EMBED_*`` environment (defaults: the packaged
-    all-MiniLM-L6-v2, the model's dimension, no prefixes, batch 32, CPU)."""
+    all-MiniLM-L6-v2, the model's dimension, no prefixes, batch 32, CPU, the ONNX runtime)."""
     from civicsetu_pipelines.base import (
         ENV_EMBED_BATCH_SIZE,
         ENV_EMBED_DEVICE,
@@ -516,6 +577,7 @@ def embedding_config_from_env() -> EmbeddingConfig:
         ENV_EMBED_DOCUMENT_PREFIX,
         ENV_EMBED_MODEL,
         ENV_EMBED_QUERY_PREFIX,
+        ENV_EMBED_RUNTIME,
         env_value,
     )
 
@@ -526,4 +588,5 @@ def embedding_config_from_env() -> EmbeddingConfig:
         query_prefix=env_value(ENV_EMBED_QUERY_PREFIX, ""),
         batch_size=int(env_value(ENV_EMBED_BATCH_SIZE, "32")),
         device=env_value(ENV_EMBED_DEVICE, "cpu"),
+        runtime=env_value(ENV_EMBED_RUNTIME, "onnx"),
     )

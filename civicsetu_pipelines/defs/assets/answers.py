@@ -55,7 +55,7 @@ def answers(
     verbatim citations checked against the stored chunk and page. Written to
     `reports/answers.json`; the metadata holds a table of every question."""
     rows: list[dict[str, Any]] = []
-    with QueryEngine(postgres.url(), embedder.embedder().embed_query, answering.settings()) as qe:
+    with QueryEngine(postgres.url(), embedder.query_embedder(), answering.settings()) as qe:
         for number, question in enumerate(config.questions, start=1):
             try:
                 result = qe.answer(question, jurisdictions=config.jurisdictions or None,

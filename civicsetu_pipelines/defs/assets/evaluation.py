@@ -86,9 +86,8 @@ def _run(
     embedder: EmbeddingResource,
     answering: AnswerResource,
 ) -> EvalResult:
-    worker = embedder.embedder()
     with (
-        QueryEngine(postgres.url(), worker.embed_query, answering.settings()) as engine,
+        QueryEngine(postgres.url(), embedder.query_embedder(), answering.settings()) as engine,
         postgres.connect() as conn,
     ):
         result = evaluate(engine, conn, questions, k=5, judge=answering.settings().llm)
