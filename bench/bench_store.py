@@ -6,12 +6,14 @@ In ONE process, on a fresh state directory (fresh embedded Postgres, empty embed
 
 1. cold: ``ingest_job`` for every default jurisdiction through the Dagster instance (model
    extraction and loading, parsing, chunking, embedding, loading into pgvector), wall time;
-2. bare: the same model encoding the same texts (the same windows), nothing else;
+2. bare: the same model in the configured runtime (ONNX by default) encoding the same texts (the
+   same windows), nothing else; and, for comparison, the torch runtime on the same windows;
 3. warm: the same materialization again with nothing changed;
 4. changed: one document's PDF edited (one word on one page; a temporary registry pins the new
    sha256) and its jurisdiction materialized again: how many chunks were re-embedded.
 
-Prints the figures and the ratios cold/bare and warm/cold.
+Prints the figures and the ratios cold/bare (bare in the runtime the pipeline used) and
+warm/cold.
 """
 
 from __future__ import annotations
@@ -40,9 +42,9 @@ from civicsetu_pipelines.operate.instance import prepare_dagster_home  # noqa: E
 from civicsetu_pipelines.operate.runs import run_partitions  # noqa: E402
 from civicsetu_pipelines.store.database import EmbeddedPostgres  # noqa: E402
 from civicsetu_pipelines.store.embedding import (  # noqa: E402
-    Embedder,
-    EmbeddingConfig,
     document_text,
+    embedding_config_from_env,
+    open_embedder,
     sha256_file,
 )
 
@@ -71,18 +73,23 @@ def total(meta: dict[str, dict[str, Any]], asset: str, key: str) -> float:
     return sum(float(m.get(key, 0) or 0) for name, m in meta.items() if name.startswith(asset))
 
 
-def bare_encoding() -> tuple[float, int, int]:
-    """Encode the windows of every chunk text with the loaded model: seconds, texts, windows."""
+def bare_encoding(runtime: str) -> tuple[float, int, int]:
+    """Encode the windows of every chunk text with the loaded model in ``runtime``: seconds,
+    texts, windows."""
+    import dataclasses
+
     import pandas as pd
 
-    embedder = Embedder(EmbeddingConfig(), STATE / "models")
+    config = dataclasses.replace(embedding_config_from_env(), runtime=runtime)
+    embedder = open_embedder(config, STATE / "models")
     embedder.encode(["warm-up"])  # loading is not encoding
     frames = list((STATE / "storage" / "assets" / "section_chunks").glob("*.parquet"))
     chunks = pd.concat([pd.read_parquet(f) for f in frames])
     texts = [document_text(r.label, r.title, r.text) for r in chunks.itertuples()]
     windows = [w for text in texts for w in embedder.windows(text)]
+    order = sorted(windows, key=len, reverse=True)  # as embed_documents batches them
     started = time.perf_counter()
-    embedder.encode(windows)
+    embedder.encode(order)
     return time.perf_counter() - started, len(texts), len(windows)
 
 
@@ -116,7 +123,10 @@ def main() -> None:
     print(f"state dir {STATE}; partitions {partitions}", flush=True)
     prepare_dagster_home()
     cold, cold_meta, _ = materialize(partitions)
-    bare, texts, windows = bare_encoding()
+    runtime = embedding_config_from_env().runtime
+    bare, texts, windows = bare_encoding(runtime)
+    other = "torch" if runtime == "onnx" else "onnx"
+    bare_other, _, _ = bare_encoding(other)
     warm, _, skipped = materialize(partitions)
     forced, forced_meta, _ = materialize(partitions, force=True)
     mirror, registry = change_one_document()
@@ -133,7 +143,8 @@ def main() -> None:
     print(f"  embedding (inside the asset)          {encode_s:8.2f} s  "
           f"{embedded / encode_s:6.1f} chunks/s")  # fmt: skip
     print(f"  loading into pgvector                 {load_s:8.2f} s  {rows / load_s:6.0f} rows/s")
-    print(f"bare model encoding, same windows       {bare:8.2f} s")
+    print(f"bare model encoding, same windows       {bare:8.2f} s  ({runtime}, the pipeline's)")
+    print(f"bare model encoding, {other:5} runtime      {bare_other:8.2f} s")
     print(f"warm materialization (nothing changed)  {warm:8.2f} s  "
           f"{skipped} of {len(partitions)} partitions up to date, skipped")  # fmt: skip
     print(f"forced re-run (nothing changed)         {forced:8.2f} s  re-embedded "
@@ -145,6 +156,7 @@ def main() -> None:
           f"{total(changed_meta, 'chunk_embeddings', 'chunks'):.0f} chunks; new versions "
           f"{changed_meta.get('legal_chunks:GUJARAT', {}).get('new_versions')}")  # fmt: skip
     print(f"ratio cold / bare encoding              {cold / bare:8.2f}  (target <= 1.5)")
+    print(f"ratio cold / bare {other:5} encoding        {cold / bare_other:8.2f}")
     print(f"ratio warm / cold                       {warm / cold:8.3f}  (target <= 0.05)")
     print(f"ratio forced re-run / cold              {forced / cold:8.3f}")
     EmbeddedPostgres(STATE).stop()

@@ -188,3 +188,56 @@ def test_expected_failures_print_one_line_not_a_traceback(
     assert result.returncode == 1
     assert "RegistryError" in result.stderr and "missing.yaml" in result.stderr
     assert "Traceback" not in result.stderr + result.stdout
+
+
+# Libraries a question never needs: each costs a cold process seconds or tens of MiB.
+HEAVY_MODULES = (
+    "torch", "transformers", "sentence_transformers", "sklearn", "pandas", "matplotlib",
+    "dagster", "great_expectations", "pyarrow", "scipy", "ragas", "langchain", "pymupdf",
+)  # fmt: skip
+_REPORT_MODULES = (
+    "import atexit, json, sys\n"
+    "def _report():\n"
+    "    roots = sorted({m.split('.')[0] for m in sys.modules})\n"
+    "    sys.stderr.write('\\nMODULES ' + json.dumps(roots) + '\\n')\n"
+    "atexit.register(_report)\n"
+    "sys.argv = ['civicsetu'] + sys.argv[1:]\n"
+    "from civicsetu_pipelines.cli import main\n"
+    "main()\n"
+)
+
+
+def _loaded_modules(args: list[str], env: dict[str, str]) -> tuple[set[str], str]:
+    """Run the command in a fresh interpreter; the top-level modules it loaded, and stdout."""
+    result = subprocess.run(
+        [sys.executable, "-c", _REPORT_MODULES, *args],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = [x for x in result.stderr.splitlines() if x.startswith("MODULES ")][-1]
+    return set(json.loads(line.removeprefix("MODULES "))), result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["ask", "My builder has delayed possession by two years. Can I get my money back?"],
+        ["ask", "What does Section 18 say?", "--json"],
+        ["--help"],
+        ["db", "status"],
+        ["stats", "--json"],
+        ["sections", "--document", "rera_act_2016", "--json"],
+    ],
+    ids=["ask", "ask-json", "help", "db-status", "stats", "sections"],
+)
+def test_light_commands_import_no_heavy_library(
+    materialized: subprocess.CompletedProcess[str], cli_env: dict[str, str], args: list[str]
+) -> None:
+    """The question path embeds with onnxruntime: no torch, transformers, sentence-transformers,
+    scikit-learn, pandas, matplotlib or dagster in the process (nor for the other light
+    commands)."""
+    loaded, stdout = _loaded_modules(args, cli_env)
+    assert not loaded & set(HEAVY_MODULES), sorted(loaded & set(HEAVY_MODULES))
+    if args[0] == "ask":
+        assert "onnxruntime" in loaded and "tokenizers" in loaded
+        assert "Section 18" in stdout  # answered from the store, not refused

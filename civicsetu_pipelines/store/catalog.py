@@ -7,13 +7,16 @@ Written per jurisdiction in one transaction (readers never see half a partition)
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import psycopg
 
 from civicsetu_pipelines.ingest import DocumentSpec
+
+if TYPE_CHECKING:  # pandas only where frames are built: reading the catalog does not need it
+    import pandas as pd
 
 DOC_COLUMNS = (
     "key", "jurisdiction", "title", "doc_type", "status", "language", "effective_date",
@@ -24,7 +27,7 @@ UNIT_COLUMNS = ("document_key", "ordinal", "unit", "number", "label", "title", "
 
 
 def _none(value: Any) -> Any:
-    return None if value is None or (isinstance(value, float) and pd.isna(value)) else value
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else value
 
 
 def build_catalog_rows(
@@ -45,7 +48,7 @@ def build_catalog_rows(
             if not parsed_pages.empty
             else parsed_pages
         )
-        errors = [e for e in pages.get("error", pd.Series(dtype=object)).dropna().tolist()]
+        errors = pages["error"].dropna().tolist() if "error" in pages else []
         report = reports.get(spec.key)
         error = _none(fetched.get("error")) or (errors[0] if errors else None)
         if report is None and error is None:
