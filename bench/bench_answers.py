@@ -1,14 +1,14 @@
 """Warm latency of the extractive answer path against its floor, on the full corpus.
 
-Usage: .venv/bin/python bench/bench_answers.py [--rounds 5] [--torch-threads N]
+Usage: .venv/bin/python bench/bench_answers.py [--rounds 5]
 
 In ONE process, on the default embedded store (``resolve_database_url(Settings.from_env())``,
 which must already be materialized):
 
 * one query embedder, built as the project builds it
-  (:func:`~civicsetu_pipelines.answer.answers.default_query_embedder`: an
-  :class:`~civicsetu_pipelines.store.embedding.Embedder` over the configured model, loaded once,
-  torch on the thread count the project sets) and one
+  (:func:`~civicsetu_pipelines.answer.answers.default_query_embedder`: the configured model in
+  the configured runtime -- ONNX by default, ``CIVICSETU_EMBED_RUNTIME=torch`` for torch -- on
+  one thread, loaded once) and one
   :class:`~civicsetu_pipelines.answer.answers.QueryEngine`
   (extractive: no LLM, default reranker);
 * a warm-up pass over every question (not timed);
@@ -18,9 +18,6 @@ which must already be materialized):
   (``SELECT chunk_id FROM legal_chunks WHERE status = 'current' ORDER BY embedding <=> %s
   LIMIT 5``) on a separate connection set up once (``register_vector``, statement prepared);
   no joins, no filters, no extra round trips.
-
-``--torch-threads N`` then calls ``torch.set_num_threads(N)`` before the model loads, overriding
-the project's setting (an experiment; the default measures what ``civicsetu ask`` runs).
 
 Refusals are part of the answer path and count in its latency; they are also reported apart.
 Prints p50/p95/max of the answer path, p50/p95 of the floor, the ratios, per-stage p50/p95 from
@@ -41,7 +38,6 @@ from typing import Any
 
 import numpy as np
 import psycopg
-import torch
 from pgvector.psycopg import register_vector
 
 from civicsetu_pipelines.answer.answers import (
@@ -51,6 +47,7 @@ from civicsetu_pipelines.answer.answers import (
 )
 from civicsetu_pipelines.base.settings import Settings
 from civicsetu_pipelines.store.database import connect, resolve_database_url
+from civicsetu_pipelines.store.embedding import embedding_config_from_env
 
 TARGET_P95_MS = 100.0
 TARGET_RATIO = 3.0
@@ -195,14 +192,9 @@ def floor_query(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=5, help="timed passes (default 5)")
-    parser.add_argument(
-        "--torch-threads", type=int, default=None, help="torch.set_num_threads (default: unset)"
-    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    if args.torch_threads is not None and args.torch_threads < 1:
-        parser.error("--torch-threads must be at least 1")
 
     settings = Settings.from_env()
     url = resolve_database_url(settings)
@@ -218,8 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_before = os.getloadavg()[0]
     t0 = time.perf_counter()
     embed_query = default_query_embedder()
-    if args.torch_threads is not None:
-        torch.set_num_threads(args.torch_threads)
     embed_query("warm-up")  # loads the model
     load_s = time.perf_counter() - t0
 
@@ -268,10 +258,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     n = len(samples.answer_ms)
     a50, a95 = percentile(samples.answer_ms, 50), percentile(samples.answer_ms, 95)
     f50, f95 = percentile(samples.floor_ms, 50), percentile(samples.floor_ms, 95)
-    threads = "" if args.torch_threads is None else f" --torch-threads {args.torch_threads}"
-    print(f"command: .venv/bin/python bench/bench_answers.py --rounds {args.rounds}{threads}")
-    print(f"machine: {os.cpu_count()} cores; torch {torch.__version__}, "
-          f"{torch.get_num_threads()} threads; model loaded once in {load_s:.2f} s; "
+    runtime = embedding_config_from_env().runtime
+    print(f"command: .venv/bin/python bench/bench_answers.py --rounds {args.rounds}")
+    print(f"machine: {os.cpu_count()} cores; {runtime} runtime, 1 thread; "
+          f"model loaded once in {load_s:.2f} s; "
           f"1-min load average {load_before:.2f} at start, "
           f"{os.getloadavg()[0]:.2f} at end")  # fmt: skip
     print(f"timed phase {wall:.1f} s, cores busy on average: this process {own / wall:.2f}, its "

@@ -1,0 +1,151 @@
+"""A question from a cold process: ``civicsetu ask`` against ``civicsetu --help``, in one run.
+
+Usage: .venv/bin/python bench/bench_cold_ask.py [--rounds 3] [--no-golden]
+
+On the default store (``scripts/main.sh`` or ``civicsetu materialize`` first), each round starts
+fresh processes, interleaved so the machine's load falls on all of them alike:
+
+* ``civicsetu --help`` (the floor: Python, the CLI and its light imports);
+* ``civicsetu ask QUESTION`` with the ONNX runtime (the default);
+* ``civicsetu ask QUESTION`` with ``CIVICSETU_EMBED_RUNTIME=torch`` (what ``ask`` ran before).
+
+Wall time is measured around each process; peak RSS is the child's own ``ru_maxrss`` (``wait4``).
+Prints the median of the rounds, the ratio ask / help (target <= 2.5) and the peak RSS (target
+<= 350 MiB).
+
+Then (unless ``--no-golden``), in this process, every golden question is answered twice on the
+same store -- query vectors from the ONNX runtime and from torch -- and the answers compared:
+status, refusal reason, answer text and cited units. Differences are listed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+CLI = str(Path(sys.executable).with_name("civicsetu"))
+QUESTION = "My builder has delayed possession by two years. Can I get my money back with interest?"
+TARGET_RATIO = 2.5
+TARGET_RSS_MIB = 350
+
+
+def run_cold(args: Sequence[str], env: dict[str, str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MiB) and stdout of one fresh process."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [CLI, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stdout = process.stdout.read().decode() if process.stdout else ""
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} exited {process.returncode}: {stderr[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, stdout
+
+
+def cold_runs(rounds: int) -> dict[str, list[tuple[float, float, str]]]:
+    base = dict(os.environ, HF_HUB_OFFLINE="1")
+    torch_env = dict(base, CIVICSETU_EMBED_RUNTIME="torch")
+    onnx_env = dict(base, CIVICSETU_EMBED_RUNTIME="onnx")
+    cases = {
+        "help": (["--help"], base),
+        "ask (onnx)": (["ask", QUESTION, "--json"], onnx_env),
+        "ask (torch)": (["ask", QUESTION, "--json"], torch_env),
+    }
+    run_cold(["ask", QUESTION], onnx_env)  # the export exists and the page cache is warm
+    results: dict[str, list[tuple[float, float, str]]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, (args, env) in cases.items():
+            results[name].append(run_cold(args, env))
+    return results
+
+
+def answer_key(result: dict[str, Any]) -> tuple[Any, ...]:
+    cited = tuple((c["jurisdiction"], c["document"], c["label"]) for c in result["citations"])
+    return result["status"], result.get("refusal_reason"), result["answer"], cited
+
+
+def golden_identity() -> tuple[int, list[str]]:
+    """Answer every golden question with ONNX and with torch query vectors: how many, and the
+    ids whose answers differ."""
+    from civicsetu_pipelines.answer import QueryEmbedder, QueryEngine, settings_from_env
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.evaluate import load_golden
+    from civicsetu_pipelines.store import (
+        embedding_config_from_env,
+        open_embedder,
+        resolve_database_url,
+    )
+
+    settings = Settings.from_env()
+    url = resolve_database_url(settings)
+    config = embedding_config_from_env()
+    models = settings.state_dir / "models"
+    answer_settings = dataclasses.replace(settings_from_env(), llm=None)
+    answers: dict[str, dict[str, tuple[Any, ...]]] = {}
+    golden = load_golden()
+    for runtime in ("onnx", "torch"):
+        embed = QueryEmbedder(
+            open_embedder(dataclasses.replace(config, runtime=runtime), models, threads=1)
+        )
+        with QueryEngine(url, embed, answer_settings) as engine:
+            answers[runtime] = {
+                q.id: answer_key(
+                    engine.answer(
+                        q.query, jurisdictions=[q.jurisdiction] if q.jurisdiction else None
+                    )
+                )
+                for q in golden
+            }
+    differ = [qid for qid in answers["onnx"] if answers["onnx"][qid] != answers["torch"][qid]]
+    return len(golden), differ
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-golden", action="store_true")
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0]
+    results = cold_runs(args.rounds)
+    print(f"command: .venv/bin/python bench/bench_cold_ask.py --rounds {args.rounds}")
+    print(f"machine: {os.cpu_count()} cores; 1-min load average {load:.2f} at start, "
+          f"{os.getloadavg()[0]:.2f} at end; question: {QUESTION!r}")  # fmt: skip
+    medians = {}
+    for name, runs in results.items():
+        walls = [w for w, _, _ in runs]
+        rss = max(r for _, r, _ in runs)
+        medians[name] = statistics.median(walls)
+        print(f"{name:12} wall median {medians[name]:6.2f} s  (runs "
+              f"{', '.join(f'{w:.2f}' for w in walls)})  peak RSS {rss:6.0f} MiB")  # fmt: skip
+    help_s = medians["help"]
+    for name in ("ask (onnx)", "ask (torch)"):
+        print(f"ratio {name} / help: {medians[name] / help_s:5.2f}  (target <= {TARGET_RATIO})")
+    onnx_rss = max(r for _, r, _ in results["ask (onnx)"])
+    print(f"peak RSS ask (onnx): {onnx_rss:.0f} MiB  (target <= {TARGET_RSS_MIB})")
+    keys = {answer_key(json.loads(out)) for runs in list(results.values())[1:] for *_, out in runs}
+    print(f"cold ask answers across runtimes and rounds: {len(keys)} distinct (1: identical)")
+    if not args.no_golden:
+        started = time.perf_counter()
+        total, differ = golden_identity()
+        seconds = time.perf_counter() - started
+        print(f"golden questions answered identically by ONNX and torch query vectors: "
+              f"{total - len(differ)} of {total} ({seconds:.0f} s)")  # fmt: skip
+        for qid in differ:
+            print(f"  differs: {qid}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
