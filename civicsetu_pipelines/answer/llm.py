@@ -26,8 +26,10 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import httpx
+if TYPE_CHECKING:  # httpx is imported when an endpoint is called, not by every question
+    import httpx
 
 from civicsetu_pipelines.answer.citations import quote_in
 from civicsetu_pipelines.base import canonical_flat
@@ -279,6 +281,8 @@ def _redact(text: str, settings: LLMSettings) -> str:
 
 def _chat(client: httpx.Client, messages: list[dict[str, str]], settings: LLMSettings) -> str:
     """One chat completion; the message content, or a failure with a human-readable reason."""
+    import httpx
+
     url = settings.base_url.rstrip("/") + "/chat/completions"
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if settings.api_key:
@@ -368,6 +372,8 @@ def generate_answer(
         _log_result(question, result)
         return result
     own_client = client is None
+    import httpx
+
     http = client if client is not None else httpx.Client(timeout=settings.timeout_s)
     try:
         status = STATUS_ERROR

@@ -67,7 +67,8 @@ def test_export_is_keyed_by_the_weights_and_records_its_check(
     assert meta["dimension"] == 384 and meta["max_seq_length"] == 256
     assert meta["source_weights_sha256"].startswith("53aa5117")
     assert meta["probe_min_cosine"] >= MIN_COSINE
-    assert {p.name for p in exported.iterdir()} >= {"model.onnx", "tokenizer.json", "meta.json"}
+    names = {"model.onnx", "model.onnx.data", "tokenizer.json", "meta.json", "verified.json"}
+    assert {p.name for p in exported.iterdir()} == names
     assert not [p for p in exported.parent.iterdir() if p.name.startswith(".export-")]
     # Another model, or other weights, is another folder: never a stale hit.
     mpnet = export_dir(EmbeddingConfig(model="all-mpnet-base-v2"), packaged_models_dir)
@@ -122,15 +123,15 @@ def test_a_damaged_export_is_refused_naming_the_folder(
     shutil.copytree(exported, copy)
     verify_export(copy)  # intact: loads (and records what it verified)
     assert (copy / "verified.json").is_file()
-    data = bytearray((copy / "model.onnx").read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    (copy / "model.onnx").write_bytes(bytes(data))
+    data = bytearray((copy / "model.onnx.data").read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one weight's byte
+    (copy / "model.onnx.data").write_bytes(bytes(data))
     with pytest.raises(ModelChecksumError, match=f"Delete {copy}"):
         verify_export(copy)
     with pytest.raises(ModelChecksumError):
         OnnxEmbedder(EmbeddingConfig(), packaged_models_dir, folder=copy).encode(["x"])
     (copy / "tokenizer.json").unlink()
-    shutil.copy(exported / "model.onnx", copy / "model.onnx")
+    shutil.copy(exported / "model.onnx.data", copy / "model.onnx.data")
     with pytest.raises(ModelChecksumError, match="tokenizer.json has sha256 missing"):
         verify_export(copy)
     (copy / "meta.json").write_text("{")
