@@ -7,14 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from civicsetu_pipelines.answer.answers import QueryEmbedder
 from civicsetu_pipelines.answer.questions import understand
-from civicsetu_pipelines.store.embedding import Embedder, EmbeddingConfig
+from civicsetu_pipelines.store.embedding import EmbeddingConfig, open_embedder
 
 
-def test_many_is_one_batch_with_the_same_vectors(packaged_models_dir: Path) -> None:
-    embed = QueryEmbedder(Embedder(EmbeddingConfig(), packaged_models_dir))
+@pytest.mark.parametrize("runtime", ["onnx", "torch"])
+def test_many_is_one_batch_with_the_same_vectors(packaged_models_dir: Path, runtime: str) -> None:
+    config = EmbeddingConfig(runtime=runtime)
+    embed = QueryEmbedder(open_embedder(config, packaged_models_dir, threads=1))
     query = understand("My builder is late. Can I get my money back?", known_jurisdictions=[])
     assert query.rewrite is not None
     one_by_one = [embed(query.text), embed(query.rewrite)]
