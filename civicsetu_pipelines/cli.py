@@ -270,6 +270,15 @@ def _dagster_bin() -> str:
     return os.path.join(os.path.dirname(sys.executable), "dagster")
 
 
+def _note_model_export() -> None:
+    """Say so when this command's first question will export the model to ONNX (once)."""
+    from civicsetu_pipelines.store import embedding_config_from_env, export_pending
+
+    if export_pending(embedding_config_from_env(), Settings.from_env().state_dir / "models"):
+        console.print("first use of this embedding model: exporting it to ONNX once "
+                      "(torch, 15-60 s); later questions start in about a second")  # fmt: skip
+
+
 @app.command("ask")
 def ask(
     question: Annotated[str, typer.Argument(help="The question, in quotes")],
@@ -291,6 +300,7 @@ def ask(
     reason. Exit 0 for an answer or a refusal, 2 for bad input."""
     from civicsetu_pipelines.answer import QuestionError, answer
 
+    _note_model_export()
     try:
         result = answer(question, jurisdictions=jurisdiction, as_of=as_of, top_k=top_k)
     except QuestionError as exc:
@@ -370,6 +380,7 @@ def eval_command(
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     url = resolve_database_url(Settings.from_env())
+    _note_model_export()
     with (
         console.status(f"answering {len(questions)} golden questions ..."),
         QueryEngine(url, default_query_embedder(), settings_from_env()) as engine,

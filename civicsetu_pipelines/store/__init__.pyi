@@ -50,5 +50,6 @@ from .legal_chunks import (
 from .onnx_model import (
     OnnxEmbedder as OnnxEmbedder,
     ensure_onnx_model as ensure_onnx_model,
+    export_pending as export_pending,
     verify_export as verify_export,
 )

@@ -20,6 +20,7 @@ gives the configured one; both share the windowing here.
 
 from __future__ import annotations
 
+import abc
 import atexit
 import functools
 import hashlib
@@ -293,7 +294,7 @@ def document_text(label: str, title: str | None, text: str) -> str:
     return f"{head}\n{text}"
 
 
-class WindowedEmbedder:
+class WindowedEmbedder(abc.ABC):
     """What both runtimes share: windows of long texts, document and query embedding.
 
     A runtime supplies :meth:`encode` (normalized vectors of texts that fit the window),
@@ -304,14 +305,14 @@ class WindowedEmbedder:
     config: EmbeddingConfig
 
     @property
-    def max_seq_length(self) -> int:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def max_seq_length(self) -> int: ...
 
-    def offsets(self, text: str) -> list[tuple[int, int]]:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def offsets(self, text: str) -> list[tuple[int, int]]: ...
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
     @property
     def window_tokens(self) -> int:

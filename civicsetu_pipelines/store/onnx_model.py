@@ -129,6 +129,11 @@ def export_dir(config: EmbeddingConfig, models_dir: Path) -> Path:
     return models_dir / "onnx" / f"{safe}-{fingerprint}"
 
 
+def export_pending(config: EmbeddingConfig, models_dir: Path) -> bool:
+    """Whether the first use of the configured model will export it (seconds, with torch)."""
+    return config.runtime == "onnx" and not (export_dir(config, models_dir) / "meta.json").is_file()
+
+
 def ensure_onnx_model(config: EmbeddingConfig, models_dir: Path) -> Path:
     """The ONNX export of the configured model, exported first if missing (that once needs
     torch and sentence-transformers); its files are checked by :func:`verify_export`."""
