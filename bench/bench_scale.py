@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python bench/bench_scale.py [--rows 100000] [--jurisdictions 36|7]
        [--sample-rows 600] [--queries 200] [--ef 40,100,200] [--modes planner,hnsw]
-       [--maintenance-work-mem 1GB] [--build-workers 1] [--crossover QUERIES] [--no-real]
-       [--keep]
+       [--maintenance-work-mem 1GB] [--build-workers 1] [--crossover QUERIES]
+       [--layout grouped|random] [--no-real] [--keep]
 
 Everything happens in a NEW database (``--database``, default ``bench_scale``) on the project's
 server (``resolve_database_url(Settings.from_env())``: the embedded one unless
@@ -26,9 +26,12 @@ random pairs, to the 1st and 10th neighbour, variance in the top principal compo
 prints them for every corpus). Jurisdictions, independent of the clusters (the hard case for a
 filtered HNSW scan): ``--jurisdictions 36`` (the default, issue 16): the Union, the 28 states
 and 7 union territories with Zipf shares 1/rank (24% ... 0.67%), the 8th holding 3%;
-``--jurisdictions 7`` (issue 7): 30% ... 3%. Rows have every NOT NULL column of
-``document_versions`` / ``legal_chunks`` (one current version per 200 chunks; texts of ~400-1800
-characters, so the generated ``tsvector`` and its GIN index cost what they cost in production).
+``--jurisdictions 7`` (issue 7): 30% ... 3%. ``--layout grouped`` (the default) writes each
+jurisdiction's rows together, as one ``load_partition`` per jurisdiction does; ``random``
+interleaves them row by row (the worst case for the exact search of a filter; the only layout
+before issue 16). Rows have every NOT NULL column of ``document_versions`` / ``legal_chunks``
+(one current version per 200 chunks; texts of ~400-1800 characters, so the generated
+``tsvector`` and its GIN index cost what they cost in production).
 
 Per corpus:
 
