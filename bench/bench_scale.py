@@ -1,8 +1,9 @@
-"""pgvector at scale: N synthetic chunks against the real corpus size, in one run (issue 7).
+"""pgvector at scale: N synthetic chunks against the real corpus size, in one run (issues 7, 16).
 
-Usage: .venv/bin/python bench/bench_scale.py [--rows 100000] [--sample-rows 600] [--queries 200]
-       [--ef 40,100,200] [--modes planner,hnsw] [--maintenance-work-mem 1GB] [--build-workers 1]
-       [--no-real] [--keep]
+Usage: .venv/bin/python bench/bench_scale.py [--rows 100000] [--jurisdictions 36|7]
+       [--sample-rows 600] [--queries 200] [--ef 40,100,200] [--modes planner,hnsw]
+       [--maintenance-work-mem 1GB] [--build-workers 1] [--crossover QUERIES]
+       [--layout grouped|random] [--no-real] [--keep]
 
 Everything happens in a NEW database (``--database``, default ``bench_scale``) on the project's
 server (``resolve_database_url(Settings.from_env())``: the embedded one unless
@@ -22,10 +23,15 @@ popularity) plus noise: centres and most of the noise in a 96-d topic subspace w
 spectrum around one common direction, some in a 16-d subspace of the centre's own, a little
 isotropic. Not uniform noise: the shape is calibrated on the real corpus's vectors (cosine of
 random pairs, to the 1st and 10th neighbour, variance in the top principal components; the run
-prints them for every corpus). Jurisdictions: 7, skewed (30% ... 3%), independent of the
-clusters (the hard case for a filtered HNSW scan). Rows have every NOT NULL column of
-``document_versions`` / ``legal_chunks`` (one current version per 200 chunks; texts of ~400-1800
-characters, so the generated ``tsvector`` and its GIN index cost what they cost in production).
+prints them for every corpus). Jurisdictions, independent of the clusters (the hard case for a
+filtered HNSW scan): ``--jurisdictions 36`` (the default, issue 16): the Union, the 28 states
+and 7 union territories with Zipf shares 1/rank (24% ... 0.67%), the 8th holding 3%;
+``--jurisdictions 7`` (issue 7): 30% ... 3%. ``--layout grouped`` (the default) writes each
+jurisdiction's rows together, as one ``load_partition`` per jurisdiction does; ``random``
+interleaves them row by row (the worst case for the exact search of a filter; the only layout
+before issue 16). Rows have every NOT NULL column of ``document_versions`` / ``legal_chunks``
+(one current version per 200 chunks; texts of ~400-1800 characters, so the generated
+``tsvector`` and its GIN index cost what they cost in production).
 
 Per corpus:
 
@@ -38,20 +44,30 @@ Per corpus:
    a top-N sort, checked with EXPLAIN), cross-checked against numpy brute force;
 3. ANN top-10 through the production call ``retrieval.vector_candidates`` on a session set up by
    ``retrieval.prepare_session(conn, ef_search)`` (``hnsw.iterative_scan = relaxed_order``), for
-   each ef_search, unfiltered and filtered on the smallest and the biggest jurisdiction, in two
-   modes: ``planner`` (what production gets: on a small table the planner rightly prefers a
-   sequential scan, and for a small jurisdiction the B-tree on (jurisdiction, status)) and
-   ``hnsw`` (``enable_seqscan``/``enable_sort``/``enable_bitmapscan`` off, as
-   ``store.explain_nearest`` does: the HNSW index is used whatever the size). The plan of each is
-   captured from the server with ``auto_explain`` (so it is the plan of the production SQL) and
-   shown as hnsw / seq / btree. ``--modes planner,hnsw,strict`` adds ``strict``: the index forced
-   with ``hnsw.iterative_scan = strict_order`` (a comparison; production runs relaxed_order).
+   each ef_search, unfiltered and filtered four ways: ``small`` (the jurisdiction nearest 3% of
+   the rows), ``big`` (the biggest) and ``tiny`` (the smallest, 0.67% with 36 jurisdictions), in
+   modes: ``planner`` (what production gets: ``store.knn_strategy`` searches a filter on at most
+   ``store.EXACT_SCAN_MAX_ROWS`` rows exactly, anything else with the HNSW statement, for which
+   the planner may still prefer a sequential scan on a small table), ``hnsw`` (the HNSW
+   statement forced, with ``enable_seqscan``/``enable_sort``/``enable_bitmapscan`` off as
+   ``store.explain_nearest`` does: the index is used whatever the size; the production path
+   before issue 16) and ``exact`` (the exact statement forced: the filter's rows, every
+   distance, a top-k sort). The plan of each is captured from the server with ``auto_explain``
+   (so it is the plan of the production SQL) and shown as hnsw / seq / btree.
+   ``--modes planner,hnsw,strict`` adds ``strict``: the index forced with
+   ``hnsw.iterative_scan = strict_order`` (a comparison; production runs relaxed_order);
+4. with ``--crossover QUERIES`` (scale corpus only): every jurisdiction filtered alone, the exact
+   and the HNSW statement interleaved per query at the first ``--ef``: p50/p95, their ratio,
+   recall@10 against numpy brute force and the plans, by jurisdiction size: where the exact
+   search stops beating HNSW places ``EXACT_SCAN_MAX_ROWS``.
 
 Latency is wall time around the call (Unix socket round trip, rows fetched into dicts), p50/p95 of
 ``--queries`` queries per cell after 20 untimed warm-up queries; queries are fresh draws of the
 same generator (perturbed centres; for ``real``, real vectors perturbed to cosine ~0.85), and the
-three filters are interleaved per query. The load average is printed at each phase: the machine
-is shared. With ``--rows`` below 1M the run ends with an estimate of a 1M run.
+four filters are interleaved per query. Each cell also reports ``small/unfilt p95``: the small
+filter's p95 over the unfiltered p95 of the same cell (issue 16's target: at most 2). The load
+average is printed at each phase: the machine is shared. With ``--rows`` below 1M the run ends
+with an estimate of a 1M run.
 """
 
 from __future__ import annotations
@@ -74,7 +90,11 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from civicsetu_pipelines.answer.retrieval import prepare_session, vector_candidates
+from civicsetu_pipelines.answer.retrieval import (
+    prepare_session,
+    vector_candidates,
+    vector_statement,
+)
 from civicsetu_pipelines.base.settings import Settings
 from civicsetu_pipelines.store.database import (
     apply_migrations,
@@ -84,7 +104,12 @@ from civicsetu_pipelines.store.database import (
     resolve_database_url,
     with_database,
 )
-from civicsetu_pipelines.store.legal_chunks import HNSW_INDEX, prepare
+from civicsetu_pipelines.store.legal_chunks import (
+    EXACT_SCAN_MAX_ROWS,
+    HNSW_INDEX,
+    KnnStrategy,
+    prepare,
+)
 
 DIM = 384
 K = 10
@@ -103,14 +128,36 @@ CHUNKS_PER_DOCUMENT = 200
 WARMUP = 20
 ONE_MILLION = 1_000_000
 BUDGET_S = 20 * 60
-JURISDICTIONS = (
+SMALL_SHARE = 0.03  # the "small" filter: the jurisdiction whose share of rows is nearest this
+# 7 jurisdictions (issue 7): skewed 30% ... 3%, the smallest is the small filter.
+SKEW_7 = (
     ("CENTRAL", 0.30), ("MAHARASHTRA", 0.25), ("KARNATAKA", 0.15), ("GUJARAT", 0.12),
     ("TAMIL_NADU", 0.09), ("UTTAR_PRADESH", 0.06), ("CHANDIGARH", 0.03),
 )  # fmt: skip
-FILTERS = ("unfiltered", "small", "big")
-MODES = ("planner", "hnsw", "strict")
+# 36 jurisdictions (issue 16): the Union, the 28 states and 7 union territories (the codes of
+# data/jurisdictions.yaml), Zipf shares 1/rank (24.0%, 12.0%, 8.0% ... 0.67%): rank 8 (GUJARAT)
+# holds 3.01%, the small filter; the smallest holds 0.67%.
+NAMES_36 = (
+    "CENTRAL", "ANDHRA_PRADESH", "ARUNACHAL_PRADESH", "ASSAM", "BIHAR", "CHHATTISGARH", "GOA",
+    "GUJARAT", "HARYANA", "HIMACHAL_PRADESH", "JHARKHAND", "KARNATAKA", "KERALA",
+    "MADHYA_PRADESH", "MAHARASHTRA", "MANIPUR", "MEGHALAYA", "MIZORAM", "NAGALAND", "ODISHA",
+    "PUNJAB", "RAJASTHAN", "SIKKIM", "TAMIL_NADU", "TELANGANA", "TRIPURA", "UTTAR_PRADESH",
+    "UTTARAKHAND", "WEST_BENGAL", "ANDAMAN_AND_NICOBAR_ISLANDS", "CHANDIGARH",
+    "DADRA_AND_NAGAR_HAVELI_AND_DAMAN_AND_DIU", "DELHI", "JAMMU_AND_KASHMIR", "LADAKH",
+    "PUDUCHERRY",
+)  # fmt: skip
+_HARMONIC_36 = sum(1.0 / r for r in range(1, len(NAMES_36) + 1))
+SKEW_36 = tuple((name, 1.0 / (rank * _HARMONIC_36)) for rank, name in enumerate(NAMES_36, start=1))
+SKEWS = {7: SKEW_7, 36: SKEW_36}
+FILTERS = ("unfiltered", "small", "big", "tiny")
+FILTER_ABBREV = "u/s/b/t"
+MODES = ("planner", "hnsw", "strict", "exact")
 FORCE_INDEX = ("enable_seqscan", "enable_sort", "enable_bitmapscan")
-MODE_SETTINGS = {"planner": (), "hnsw": FORCE_INDEX, "strict": FORCE_INDEX}
+MODE_SETTINGS = {"planner": (), "hnsw": FORCE_INDEX, "strict": FORCE_INDEX, "exact": ()}
+# The strategy passed to vector_candidates: None lets production choose (store.knn_strategy).
+MODE_STRATEGY: dict[str, KnnStrategy | None] = {
+    "planner": None, "hnsw": "hnsw", "strict": "hnsw", "exact": "exact",
+}  # fmt: skip
 EXACT_OFF = ("enable_indexscan", "enable_bitmapscan", "enable_indexonlyscan")
 MODEL_ID = "synthetic-384"
 WORDS_TEXT = (
@@ -209,23 +256,41 @@ class Corpus:
         return {name: int(c) for name, c in zip(self.names, counts, strict=True) if c}
 
     def filters(self) -> dict[str, list[str] | None]:
+        """No filter; the jurisdiction nearest SMALL_SHARE of the rows; the biggest; the
+        smallest ("tiny": the same as small with 7 jurisdictions)."""
         sizes = self.sizes()
         ranked = sorted(sizes, key=lambda name: (sizes[name], name))
-        return {"unfiltered": None, "small": [ranked[0]], "big": [ranked[-1]]}
+        small = min(ranked, key=lambda name: (abs(sizes[name] - SMALL_SHARE * self.rows), name))
+        return {"unfiltered": None, "small": [small], "big": [ranked[-1]],
+                "tiny": [ranked[0]]}  # fmt: skip
 
 
-def synthetic_corpus(label: str, rows: int, queries: int, gen: Generator, seed: int) -> Corpus:
+def synthetic_corpus(
+    label: str,
+    rows: int,
+    queries: int,
+    gen: Generator,
+    seed: int,
+    skew: Sequence[tuple[str, float]] = SKEW_36,
+    layout: str = "grouped",
+) -> Corpus:
     rng = np.random.default_rng(seed)
-    weights = np.array([w for _, w in JURISDICTIONS])
-    return Corpus(
+    weights = np.array([w for _, w in skew])
+    corpus = Corpus(
         label=label,
         vectors=gen.vectors(rows, rng),
-        jurisdiction=rng.choice(len(JURISDICTIONS), rows, p=weights / weights.sum()),
-        names=tuple(name for name, _ in JURISDICTIONS),
+        jurisdiction=rng.choice(len(skew), rows, p=weights / weights.sum()),
+        names=tuple(name for name, _ in skew),
         queries=gen.vectors(queries, rng),
         texts=gen.texts(rows, rng),
-        note="synthetic",
+        note=f"synthetic, {layout} layout",
     )
+    if layout == "grouped":  # one jurisdiction after the other, as load_partition writes them
+        order = np.argsort(corpus.jurisdiction, kind="stable")
+        corpus.vectors = corpus.vectors[order]
+        corpus.jurisdiction = corpus.jurisdiction[order]
+        corpus.texts = [corpus.texts[i] for i in order]
+    return corpus
 
 
 def real_corpus(base_url: str, queries: int, gen: Generator, seed: int) -> Corpus | None:
@@ -501,7 +566,10 @@ def chunk_ids_in_order(url: str) -> list[str]:
 
 
 def _capture_plans(
-    conn: psycopg.Connection[Any], corpus: Corpus, query: np.ndarray
+    conn: psycopg.Connection[Any],
+    corpus: Corpus,
+    query: np.ndarray,
+    strategy: KnnStrategy | None = None,
 ) -> dict[str, str]:
     """The plan the server ran for vector_candidates, per filter (auto_explain notices)."""
     notices: list[str] = []
@@ -517,9 +585,9 @@ def _capture_plans(
         for name, flt in corpus.filters().items():
             notices.clear()
             conn.execute("SELECT set_config('auto_explain.log_min_duration', '0', false)")
-            vector_candidates(conn, query, K, jurisdictions=flt)
+            vector_candidates(conn, query, K, jurisdictions=flt, strategy=strategy)
             conn.execute("SELECT set_config('auto_explain.log_min_duration', '-1', false)")
-            found = [n for n in notices if "legal_chunks" in n]
+            found = [n for n in notices if "legal_chunks c" in n]  # not the statistics
             plans[name] = plan_kind(found[0]) if found else "?"
     except psycopg.Error:  # not a superuser on an external server: no auto_explain
         plans = dict.fromkeys(FILTERS, "?")
@@ -545,16 +613,18 @@ def run_cells(
                 prepare_session(conn, ef)
                 if mode == "strict":  # a comparison only: production runs relaxed_order
                     conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', false)")
-                cell = Cell(mode, ef, plans=_capture_plans(conn, corpus, corpus.queries[0]))
+                strategy = MODE_STRATEGY[mode]
+                plans = _capture_plans(conn, corpus, corpus.queries[0], strategy)
+                cell = Cell(mode, ef, plans=plans)
                 for q in corpus.queries[:WARMUP]:
                     for flt in filters.values():
-                        vector_candidates(conn, q, K, jurisdictions=flt)
+                        vector_candidates(conn, q, K, jurisdictions=flt, strategy=strategy)
                 found: dict[str, list[list[str]]] = {name: [] for name in filters}
                 times: dict[str, list[float]] = {name: [] for name in filters}
                 for q in corpus.queries:
                     for name, flt in filters.items():
                         started = time.perf_counter()
-                        rows = vector_candidates(conn, q, K, jurisdictions=flt)
+                        rows = vector_candidates(conn, q, K, jurisdictions=flt, strategy=strategy)
                         times[name].append((time.perf_counter() - started) * 1e3)
                         found[name].append([str(r["chunk_id"]) for r in rows])
                 cell.latency = times
@@ -565,6 +635,91 @@ def run_cells(
                     ]
                     cell.recall[name] = float(np.mean(hits))
                 result.cells.append(cell)
+
+
+@dataclass
+class Crossing:
+    """One jurisdiction filter: the exact and the HNSW strategies, interleaved per query."""
+
+    name: str
+    rows: int
+    latency: dict[str, list[float]] = field(default_factory=dict)  # strategy -> ms
+    recall: dict[str, float] = field(default_factory=dict)
+    plans: dict[str, str] = field(default_factory=dict)
+
+
+CROSSOVER_STRATEGIES: tuple[KnnStrategy, ...] = ("exact", "hnsw")
+
+
+def crossover(
+    url: str, corpus: Corpus, chunk_ids: list[str], ef: int, queries: int
+) -> list[Crossing]:
+    """Every jurisdiction of ``corpus`` filtered alone, through ``vector_candidates`` with each
+    strategy forced, on a production session (``prepare_session(conn, ef)``): latency, recall@10
+    against numpy brute force, and the plan (EXPLAIN of the statement each strategy runs)."""
+    sizes = corpus.sizes()
+    names = sorted(sizes, key=lambda name: (sizes[name], name))
+    qs = corpus.queries[:queries]
+    out = []
+    with connect(url, autocommit=True) as conn:
+        prepare_session(conn, ef)
+        for name in names:
+            members = np.flatnonzero(corpus.jurisdiction == corpus.names.index(name))
+            scores = qs @ corpus.vectors[members].T
+            top = np.argsort(-scores, axis=1)[:, :K]
+            truth = [{chunk_ids[members[j]] for j in row} for row in top]
+            cross = Crossing(name, sizes[name])
+            for strategy in CROSSOVER_STRATEGIES:
+                query, values, _ = vector_statement(
+                    conn, K, jurisdictions=[name], strategy=strategy
+                )
+                plan = "\n".join(
+                    str(r[0])
+                    for r in conn.execute(
+                        "EXPLAIN " + query,  # type: ignore[arg-type]
+                        (qs[0], *values),
+                    ).fetchall()
+                )
+                cross.plans[strategy] = plan_kind(plan)
+                if strategy == "exact" and HNSW_INDEX in plan:
+                    raise SystemExit(f"the exact statement for {name} scans the index:\n{plan}")
+                cross.latency[strategy] = []
+            for q in corpus.queries[:5]:  # warm-up
+                for strategy in CROSSOVER_STRATEGIES:
+                    vector_candidates(conn, q, K, jurisdictions=[name], strategy=strategy)
+            hits: dict[str, list[float]] = {s: [] for s in CROSSOVER_STRATEGIES}
+            for i, q in enumerate(qs):
+                for strategy in CROSSOVER_STRATEGIES:
+                    started = time.perf_counter()
+                    rows = vector_candidates(conn, q, K, jurisdictions=[name], strategy=strategy)
+                    cross.latency[strategy].append((time.perf_counter() - started) * 1e3)
+                    found = {str(r["chunk_id"]) for r in rows}
+                    hits[strategy].append(len(found & truth[i]) / max(1, len(truth[i])))
+            cross.recall = {s: float(np.mean(v)) for s, v in hits.items()}
+            out.append(cross)
+    return out
+
+
+def report_crossover(crossings: list[Crossing], ef: int, queries: int) -> None:
+    print()
+    print(
+        f"crossover: each jurisdiction alone, exact vs hnsw (ef_search {ef}), {queries} queries "
+        f"interleaved; production searches exactly up to EXACT_SCAN_MAX_ROWS = "
+        f"{EXACT_SCAN_MAX_ROWS} rows"
+    )
+    rows: list[tuple[str, ...]] = [(
+        "jurisdiction", "rows", "exact p50/p95 ms", "hnsw p50/p95 ms", "exact/hnsw p50",
+        "exact/hnsw p95", "recall@10 exact/hnsw", "plan exact/hnsw",
+    )]  # fmt: skip
+    for c in crossings:
+        e, h = c.latency["exact"], c.latency["hnsw"]
+        rows.append((
+            c.name, str(c.rows), p50_p95(e), p50_p95(h),
+            f"{pct(e, 0.5) / pct(h, 0.5):.2f}", f"{pct(e, 0.95) / pct(h, 0.95):.2f}",
+            f"{c.recall['exact']:.3f}/{c.recall['hnsw']:.3f}",
+            f"{c.plans['exact']}/{c.plans['hnsw']}",
+        ))  # fmt: skip
+    table(rows)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -578,6 +733,11 @@ def pct(values: Sequence[float], q: float) -> float:
 
 def p50_p95(values: Sequence[float]) -> str:
     return f"{pct(values, 0.5):.2f}/{pct(values, 0.95):.2f}"
+
+
+def p95_ratio(latency: dict[str, list[float]]) -> str:
+    """The small filter's p95 over the unfiltered p95 of the same cell (the same run)."""
+    return f"{pct(latency['small'], 0.95) / pct(latency['unfiltered'], 0.95):.2f}"
 
 
 def loadavg(label: str, into: list[tuple[str, float]]) -> None:
@@ -608,18 +768,21 @@ def report(results: list[CorpusResult], efs: Sequence[int], args: argparse.Names
     )
     for r in results:
         sizes = r.corpus.sizes()
-        flt = r.corpus.filters()
-        small, big = flt["small"], flt["big"]
-        assert small is not None and big is not None
+        named = ", ".join(
+            f"{name} = {flt[0]} ({sizes[flt[0]]} rows)"
+            for name, flt in r.corpus.filters().items()
+            if flt is not None
+        )
         print(
-            f"{r.corpus.label}: {r.corpus.rows} rows ({r.corpus.note}); small = {small[0]} "
-            f"({sizes[small[0]]} rows), big = {big[0]} ({sizes[big[0]]} rows); load average "
+            f"{r.corpus.label}: {r.corpus.rows} rows ({r.corpus.note}), {len(sizes)} "
+            f"jurisdictions; {named}; load average "
             + ", ".join(f"{label} {v:.2f}" for label, v in r.loadavg)
         )
     print()
     rows: list[tuple[str, ...]] = [(
         "corpus", "rows", "load s", "rows/s", "build s", "index MB", "mode", "ef",
-        "unfilt p50/p95 ms", "small p50/p95 ms", "big p50/p95 ms", "recall@10 u/s/b", "plan u/s/b",
+        *(f"{f[:6]} p50/p95 ms" for f in FILTERS), f"recall@10 {FILTER_ABBREV}",
+        "small/unfilt p95", f"plan {FILTER_ABBREV}",
     )]  # fmt: skip
     for r in results:
         ld = r.loaded
@@ -634,10 +797,11 @@ def report(results: list[CorpusResult], efs: Sequence[int], args: argparse.Names
         rows.append(
             (
                 *head,
-                "exact",
+                "truth",
                 "-",
                 *(p50_p95(r.exact_latency[f]) for f in FILTERS),
-                "1/1/1",
+                "/".join("1" for _ in FILTERS),
+                p95_ratio(r.exact_latency),
                 "/".join(r.exact_plans[f] for f in FILTERS),
             )
         )
@@ -649,6 +813,7 @@ def report(results: list[CorpusResult], efs: Sequence[int], args: argparse.Names
                     str(c.ef),
                     *(p50_p95(c.latency[f]) for f in FILTERS),
                     "/".join(f"{c.recall[f]:.3f}" for f in FILTERS),
+                    p95_ratio(c.latency),
                     "/".join(c.plans[f] for f in FILTERS),
                 )
             )
@@ -658,7 +823,8 @@ def report(results: list[CorpusResult], efs: Sequence[int], args: argparse.Names
         agree = "/".join(f"{r.numpy_agreement[f]:.3f}" for f in FILTERS)
         print(
             f"{r.corpus.label}: VACUUM ANALYZE {r.loaded.vacuum_s:.2f} s, table+indexes "
-            f"{r.loaded.table_mb:.0f} MB; SQL exact vs numpy exact top-{K} agreement u/s/b "
+            f"{r.loaded.table_mb:.0f} MB; SQL exact vs numpy exact top-{K} agreement "
+            f"{FILTER_ABBREV} "
             f"{agree}; shape: cosine random pair {r.shape[0]:.2f}, 1st/10th neighbour "
             f"{r.shape[1]:.2f}/{r.shape[2]:.2f}, variance in top 10/50/100 PCs "
             + "/".join(f"{v:.2f}" for v in r.shape[3:])
@@ -671,10 +837,10 @@ def report(results: list[CorpusResult], efs: Sequence[int], args: argparse.Names
         return
     print()
     print(f"latency ratios {scale.corpus.rows} / {sample.corpus.rows} rows (p50 / p95)")
-    ratio_rows: list[tuple[str, ...]] = [("mode", "ef", "unfiltered", "small", "big")]
+    ratio_rows: list[tuple[str, ...]] = [("mode", "ef", *FILTERS)]
     ratio_rows.append(
         (
-            "exact",
+            "truth",
             "-",
             *(
                 f"{pct(scale.exact_latency[f], 0.5) / pct(sample.exact_latency[f], 0.5):.1f} / "
@@ -759,6 +925,21 @@ def _timed(label: str, fn: Callable[[], Any]) -> tuple[float, Any]:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=100_000, help="synthetic rows at scale")
+    parser.add_argument(
+        "--jurisdictions",
+        type=int,
+        choices=sorted(SKEWS),
+        default=36,
+        help="36: Zipf shares, the small filter at 3%% (issue 16); 7: 30%% ... 3%% (issue 7)",
+    )
+    parser.add_argument(
+        "--layout",
+        choices=("grouped", "random"),
+        default="grouped",
+        help="grouped: each jurisdiction's rows together on disk, as one load_partition per "
+        "jurisdiction writes them; random: interleaved row by row (the worst case for the "
+        "exact search of a filter, and the only layout before issue 16)",
+    )
     parser.add_argument("--sample-rows", type=int, default=600, help="the corpus-size sample")
     parser.add_argument("--queries", type=int, default=200, help="queries per cell")
     parser.add_argument("--ef", default="40,100,200", help="hnsw.ef_search values")
@@ -774,6 +955,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="planner,hnsw",
         help="planner (production plan), hnsw (index forced), strict (index forced, "
         "hnsw.iterative_scan = strict_order instead of relaxed_order)",
+    )
+    parser.add_argument(
+        "--crossover",
+        type=int,
+        default=0,
+        metavar="QUERIES",
+        help="also time every jurisdiction of the scale corpus alone, exact vs hnsw, with this "
+        "many queries each (at the first --ef), to place EXACT_SCAN_MAX_ROWS",
     )
     parser.add_argument("--database", default="bench_scale", help="scratch database (bench_*)")
     parser.add_argument("--seed", type=int, default=7)
@@ -805,13 +994,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
 
+    skew = SKEWS[args.jurisdictions]
     gen = Generator(args.seed)
     corpora: list[Corpus] = []
     gen_s, scale = _timed(
         f"generate {args.rows} rows",
-        lambda: synthetic_corpus("scale", args.rows, args.queries, gen, args.seed + 2),
+        lambda: synthetic_corpus(
+            "scale", args.rows, args.queries, gen, args.seed + 2, skew, args.layout
+        ),
     )
-    corpora.append(synthetic_corpus("sample", args.sample_rows, args.queries, gen, args.seed + 1))
+    corpora.append(
+        synthetic_corpus(
+            "sample", args.sample_rows, args.queries, gen, args.seed + 1, skew, args.layout
+        )
+    )
     real = None if args.no_real else real_corpus(base_url, args.queries, gen, args.seed + 3)
     if real is not None:
         corpora.append(real)
@@ -821,6 +1017,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ensure_database(base_url, args.database)
     url = with_database(base_url, args.database)
     results: list[CorpusResult] = []
+    crossings: list[Crossing] = []
     try:
         apply_migrations(url)
         with connect(url, autocommit=True) as conn:
@@ -845,10 +1042,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             loadavg("after build", result.loadavg)
             _, truth = _timed("exact ground truth", functools.partial(exact_truth, url, result))
-            numpy_agreement(result, truth, chunk_ids_in_order(url))
+            chunk_ids = chunk_ids_in_order(url)
+            numpy_agreement(result, truth, chunk_ids)
             result.shape = shape_of(corpus.vectors)
             _timed("ANN queries", functools.partial(run_cells, url, result, truth, efs, modes))
             loadavg("after queries", result.loadavg)
+            if args.crossover and corpus.label == "scale":
+                _, crossings = _timed(
+                    "crossover",
+                    functools.partial(crossover, url, corpus, chunk_ids, efs[0], args.crossover),
+                )
+                loadavg("after crossover", result.loadavg)
             results.append(result)
     finally:
         if args.keep:
@@ -856,6 +1060,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _drop(base_url, args.database)
     report(results, efs, args)
+    if crossings:
+        report_crossover(crossings, efs[0], args.crossover)
     scale_result = next(r for r in results if r.corpus.label == "scale")
     estimate_million(scale_result, gen_s, args)
     return 0

@@ -7,9 +7,10 @@ Pure domain code over psycopg (no Dagster). Every SQL statement is a parameteriz
 
 1. explicit references ("Section 18(2)", "rule 16 of the Gujarat rules", "Form N") resolve
    directly to their unit (the finest existing one) in the right jurisdiction and document;
-2. pgvector HNSW cosine top-N (``ef_search`` a setting; iterative scans keep filtered queries
-   full) and Postgres full text (``websearch_to_tsquery`` over the question's terms joined with
-   ``or``, so long questions still match), for the question as asked and, when it holds lay
+2. pgvector cosine top-N (through the HNSW index, ``ef_search`` a setting, iterative scans
+   keeping filtered queries full; exact for a filter on jurisdictions with few rows) and
+   Postgres full text (``websearch_to_tsquery`` over the question's terms joined with ``or``,
+   so long questions still match), for the question as asked and, when it holds lay
    terms, for its reformulation in the statute's words (``data/vocabulary.yaml``) and for the
    statute's phrases alone ("fails to complete or is unable to give possession"), all fused by
    reciprocal rank fusion (k = 60);
@@ -37,7 +38,13 @@ from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.ranking import Candidate, Reranker, diversify, search_terms
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import stems
-from civicsetu_pipelines.store import in_force_clause, prepare
+from civicsetu_pipelines.store import (
+    KnnStrategy,
+    in_force_clause,
+    knn_statement,
+    knn_strategy,
+    prepare,
+)
 
 # ts_rank_cd's normalization: 1 divides the rank by 1 + log(length), so a long model agreement
 # that repeats a word does not outrank the short section that governs.
@@ -49,10 +56,11 @@ _COLUMNS = (
     "c.section_label, c.title, c.text, c.page_start, c.page_end, c.parent_id::text AS parent_id, "
     "c.ordinal, c.level, v.sha256, d.title AS document_title, d.source_url"
 )
-_FROM = (
-    "FROM legal_chunks c JOIN document_versions v ON v.version_id = c.version_id "
+_JOINS = (
+    "JOIN document_versions v ON v.version_id = c.version_id "
     "LEFT JOIN documents d ON d.key = c.document_key"
 )
+_FROM = f"FROM legal_chunks c {_JOINS}"
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,22 @@ def prepare_session(conn: psycopg.Connection[Any], ef_search: int = 100) -> None
         )
 
 
+def vector_statement(
+    conn: psycopg.Connection[Any],
+    limit: int,
+    *,
+    jurisdictions: Sequence[str] | None = None,
+    as_of: dt.date | None = None,
+    strategy: KnnStrategy | None = None,
+) -> tuple[str, list[Any], KnnStrategy]:
+    """The statement :func:`vector_candidates` runs, its parameters after the query vector, and
+    its strategy: exact for a filter on few rows, else the HNSW index (``store.knn_strategy``,
+    unless ``strategy`` says which)."""
+    where, values = _filters(jurisdictions, as_of)
+    chosen = strategy or knn_strategy(conn, jurisdictions)
+    return knn_statement(_COLUMNS, _JOINS, where, chosen), [*values, int(limit)], chosen
+
+
 def vector_candidates(
     conn: psycopg.Connection[Any],
     vector: np.ndarray,
@@ -111,17 +135,19 @@ def vector_candidates(
     *,
     jurisdictions: Sequence[str] | None = None,
     as_of: dt.date | None = None,
+    strategy: KnnStrategy | None = None,
 ) -> list[dict[str, Any]]:
-    """Top ``limit`` units by cosine distance through the HNSW index, on a connection set up
-    by :func:`prepare_session` (one round trip)."""
-    where, values = _filters(jurisdictions, as_of)
-    query = (
-        f"SELECT {_COLUMNS}, c.embedding <=> %s AS distance {_FROM} "
-        f"WHERE {where} AND c.embedding IS NOT NULL ORDER BY c.embedding <=> %s LIMIT %s"
+    """Top ``limit`` units by cosine distance, on a connection set up by
+    :func:`prepare_session`: a filter on jurisdictions with at most
+    ``store.EXACT_SCAN_MAX_ROWS`` rows is searched exactly, anything else through the HNSW index
+    (:func:`vector_statement`; two round trips with a filter, the statistics and the search,
+    one without)."""
+    query, values, _ = vector_statement(
+        conn, limit, jurisdictions=jurisdictions, as_of=as_of, strategy=strategy
     )
     vec = np.asarray(vector, dtype=np.float32)
     with conn.cursor() as cur:
-        cur.execute(query, (vec, *values, vec, int(limit)))
+        cur.execute(query, (vec, *values))
         rows = _rows(cur)
     rows.sort(key=lambda r: r["distance"])  # relaxed order: re-sort exactly
     return rows

@@ -25,7 +25,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import psycopg
@@ -401,6 +401,86 @@ def in_force_clause(as_of: dt.date | None, alias: str = "") -> tuple[str, tuple[
     return f"{a}valid_from <= %s AND ({a}valid_to IS NULL OR {a}valid_to > %s)", (as_of, as_of)
 
 
+# k-NN under a jurisdiction filter (issue 16). HNSW cannot filter inside the graph: an iterative
+# scan walks the nearest neighbours of the whole table and drops the rows of other
+# jurisdictions, so the fewer rows a filter keeps, the more it walks and the more it misses
+# (at 100k rows over 36 jurisdictions, a 3% jurisdiction: recall@10 0.94-0.96, p95 2.1-2.7x
+# the unfiltered p95).
+# A filter whose rows are few is searched exactly instead: its rows through the B-tree on
+# (jurisdiction, status), every distance computed, a top-k sort (recall 1). The threshold is
+# where the exact search stops beating the HNSW scan: see EXACT_SCAN_MAX_ROWS.
+KnnStrategy = Literal["exact", "hnsw"]
+
+# Largest number of rows of the asked jurisdictions searched exactly; above it, the HNSW index.
+# Measured with ``bench/bench_scale.py --crossover 50`` (100k rows, 36 jurisdictions of 672 to
+# 23,917 rows, each alone, both statements interleaved, ef_search 100; BENCHMARKS.md "Filtered
+# search at 100k rows over 36 jurisdictions"): exact/HNSW p95 0.76 at 2,994 rows, 0.94 at 3,376,
+# 1.25 at 3,944, 1.49 at 4,832, 2.07 at 6,090 (two earlier runs of a first exact statement that
+# joined before sorting, grouped and interleaved rows on disk: <= 1.12 up to 3,376, 1.28-1.42 at
+# 3,944); p50 crosses at ~2,700 rows. Up to here HNSW finds only 0.91-0.97 of the true top 10,
+# the exact search all of it. The HNSW side gets slower as the table grows around a filter of
+# the same size, so at more than 100k rows this is conservative.
+EXACT_SCAN_MAX_ROWS = 3500
+
+_SCOPE_ROWS = """
+SELECT greatest(t.reltuples, 0) * coalesce((
+    SELECT sum(m.freq)
+    FROM pg_stats s, unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS m(val, freq)
+    WHERE s.schemaname = n.nspname AND s.tablename = t.relname AND s.attname = 'jurisdiction'
+      AND m.val = ANY(%s)
+), 0)
+FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE t.oid = 'legal_chunks'::regclass
+"""
+
+
+def scope_rows(conn: psycopg.Connection[Any], jurisdictions: Sequence[str]) -> float:
+    """The planner's own estimate of the rows of ``jurisdictions`` (every status), read from
+    the statistics ``ANALYZE`` keeps (rows x the jurisdiction's share in ``pg_stats``).
+
+    Cheap (catalog rows only), but as fresh as the last (auto)analyze: a jurisdiction the
+    statistics do not know yet counts 0 rows, and is searched exactly (right, but slower when
+    it is big) until autovacuum analyzes the table.
+    """
+    with conn.cursor() as cur:
+        cur.execute(_SCOPE_ROWS, (list(jurisdictions),))
+        row = cur.fetchone()
+    return 0.0 if row is None or row[0] is None else float(row[0])
+
+
+def knn_strategy(conn: psycopg.Connection[Any], jurisdictions: Sequence[str] | None) -> KnnStrategy:
+    """``exact`` for a filter on jurisdictions holding at most :data:`EXACT_SCAN_MAX_ROWS` rows,
+    else ``hnsw`` (always without a filter: on a small table the planner scans exactly itself)."""
+    if not jurisdictions:
+        return "hnsw"
+    return "exact" if scope_rows(conn, jurisdictions) <= EXACT_SCAN_MAX_ROWS else "hnsw"
+
+
+def knn_statement(columns: str, joins: str, where: str, strategy: KnnStrategy) -> str:
+    """The top-k statement by cosine distance over ``legal_chunks c`` and ``joins``, for the
+    rows that pass ``where`` (on ``c`` only); it selects ``columns`` and ``distance``.
+    Parameters, for either strategy: the query vector, the ``where`` parameters, the limit.
+
+    ``hnsw`` orders by the indexed distance, so the planner may walk the HNSW index (on a
+    session with ``hnsw.iterative_scan`` on, filters still return k rows). ``exact`` first takes
+    the top k of ``legal_chunks`` alone, ordered by ``distance + 0``: an expression the index
+    cannot produce in order, so the plan is exact whatever the planner thinks of the index (the
+    filter's rows through the B-tree, every distance, a top-k sort); only those k rows are
+    joined.
+    """
+    if strategy == "hnsw":
+        return (
+            f"SELECT {columns}, c.embedding <=> %s AS distance FROM legal_chunks c {joins} "
+            f"WHERE {where} AND c.embedding IS NOT NULL ORDER BY distance LIMIT %s"
+        )
+    return (
+        f"SELECT {columns}, t.distance FROM (SELECT c.row_id, (c.embedding <=> %s) + 0 AS "
+        f"distance FROM legal_chunks c WHERE {where} AND c.embedding IS NOT NULL "
+        f"ORDER BY distance LIMIT %s) t JOIN legal_chunks c ON c.row_id = t.row_id {joins} "
+        "ORDER BY t.distance"
+    )
+
+
 def nearest(
     conn: psycopg.Connection[Any],
     vector: np.ndarray,
@@ -409,30 +489,32 @@ def nearest(
     jurisdictions: Sequence[str] | None = None,
     as_of: dt.date | None = None,
     ef_search: int = 100,
+    strategy: KnnStrategy | None = None,
 ) -> list[dict[str, Any]]:
-    """Top-``k`` chunks by cosine distance, filtered, via the HNSW index.
+    """Top-``k`` chunks by cosine distance, filtered: exact for a filter on few rows, else via
+    the HNSW index (:func:`knn_strategy`, unless ``strategy`` says which).
 
     pgvector's iterative index scan (``hnsw.iterative_scan``) keeps scanning until ``k`` rows
     pass the filters, so a filtered query still returns ``k`` rows when they exist.
     """
     prepare(conn)
-    where, params = in_force_clause(as_of)
-    conditions = [where, "embedding IS NOT NULL"]
+    where, params = in_force_clause(as_of, alias="c")
     values: list[Any] = [*params]
     if jurisdictions:
-        conditions.append("jurisdiction = ANY(%s)")
+        where += " AND c.jurisdiction = ANY(%s)"
         values.append(list(jurisdictions))
-    query = (
-        "SELECT chunk_id::text, document_key, jurisdiction, label, section_label, title, "
-        "page_start, embedding <=> %s AS distance FROM legal_chunks WHERE "
-        + " AND ".join(conditions)
-        + " ORDER BY embedding <=> %s LIMIT %s"
-    )
     vec = _as_array(vector)
     with conn.transaction(), conn.cursor() as cur:
+        query = knn_statement(
+            "c.chunk_id::text AS chunk_id, c.document_key, c.jurisdiction, c.label, "
+            "c.section_label, c.title, c.page_start",
+            "",
+            where,
+            strategy or knn_strategy(conn, jurisdictions),
+        )
         cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
         cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(ef_search)),))
-        cur.execute(query, (vec, *values, vec, int(k)))
+        cur.execute(query, (vec, *values, int(k)))
         names = [d.name for d in cur.description or []]
         rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
     rows.sort(key=lambda r: r["distance"])  # relaxed order: re-sort the k rows exactly

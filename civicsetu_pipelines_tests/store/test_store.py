@@ -752,7 +752,9 @@ def test_filtered_knn_returns_k_rows_through_the_hnsw_index(store_db: str) -> No
         )
         assert f"Index Scan using {HNSW_INDEX}" in plan, plan
 
-        rows = nearest(conn, query, 20, jurisdictions=["SMALL"], ef_search=10)
+        # 40 rows would be searched exactly (test_small_filters_are_searched_exactly): force the
+        # HNSW statement to test the iterative scan.
+        rows = nearest(conn, query, 20, jurisdictions=["SMALL"], ef_search=10, strategy="hnsw")
         scans = conn.execute(
             "SELECT pg_stat_get_xact_numscans(%s::regclass)", (HNSW_INDEX,)
         ).fetchone()[0]
@@ -776,6 +778,116 @@ def test_filtered_knn_returns_k_rows_through_the_hnsw_index(store_db: str) -> No
         assert len(raw("off", 100, ["BIG", "SMALL"])) == 20  # enough candidates unfiltered ...
         assert len(raw("off", 100, ["SMALL"])) < 20  # ... but not once filtered
         assert HNSW_INDEX in explain_nearest(conn, 384)
+
+
+def brute_force(vectors: np.ndarray, ids: list[str], query: np.ndarray, k: int) -> list[str]:
+    """The ``k`` ids nearest ``query`` by cosine (unit vectors), nearest first (numpy)."""
+    order = np.argsort(-(vectors @ query), kind="stable")[:k]
+    return [ids[i] for i in order]
+
+
+def test_small_filters_are_searched_exactly(store_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filter on few rows is searched exactly (the brute-force top-k, no HNSW scan, even when
+    the planner is pushed to the index); a filter on many goes through the index; ``as_of``
+    reads apply on both paths, in ``retrieval.vector_candidates`` and ``store.nearest`` alike."""
+    from civicsetu_pipelines.answer.retrieval import (
+        prepare_session,
+        vector_candidates,
+        vector_statement,
+    )
+    from civicsetu_pipelines.store import legal_chunks
+
+    # The real threshold is thousands of rows; at test size 1000 separates the two filters.
+    monkeypatch.setattr(legal_chunks, "EXACT_SCAN_MAX_ROWS", 1000)
+    later = SMALL_EFFECTIVE + dt.timedelta(days=400)
+    past = SMALL_EFFECTIVE + dt.timedelta(days=10)
+    big_v1 = synthetic_chunks("doc_big", "BIG", 3000, seed=20)
+    big_v2 = synthetic_chunks("doc_big", "BIG", 500, tag="v2", seed=21)
+    small_v1 = synthetic_chunks("doc_small", "SMALL", 200, seed=22)
+    small_v2 = synthetic_chunks("doc_small", "SMALL", 200, tag="v2", seed=23)
+    load(store_db, "BIG", [doc_version("doc_big", "v1")], big_v1)
+    load(store_db, "BIG", [doc_version("doc_big", "v2", later)], big_v2)
+    load(store_db, "SMALL", [doc_version("doc_small", "v1")], small_v1)
+    load(store_db, "SMALL", [doc_version("doc_small", "v2", later)], small_v2)
+
+    def vectors_ids(chunks: list[dict[str, Any]]) -> tuple[np.ndarray, list[str]]:
+        return np.stack([c["embedding"] for c in chunks]), [c["chunk_id"] for c in chunks]
+
+    queries = unit_vectors(5, seed=24)
+    with connect(store_db) as conn:  # one transaction: the scan counters are this one's
+        conn.execute("ANALYZE legal_chunks")  # the strategy reads the planner's statistics
+        prepare_session(conn, 100)
+        assert legal_chunks.knn_strategy(conn, ["SMALL"]) == "exact"  # 400 rows, every status
+        assert legal_chunks.knn_strategy(conn, ["BIG"]) == "hnsw"  # 3500 rows
+        assert legal_chunks.knn_strategy(conn, ["BIG", "SMALL"]) == "hnsw"
+        assert legal_chunks.knn_strategy(conn, ["NOWHERE"]) == "exact"
+        assert legal_chunks.knn_strategy(conn, None) == "hnsw"
+
+        def hnsw_scans() -> int:
+            row = conn.execute("SELECT pg_stat_get_xact_numscans(%s::regclass)", (HNSW_INDEX,))
+            return int(row.fetchone()[0])
+
+        def ids(rows: list[dict[str, Any]]) -> list[str]:
+            return [r["chunk_id"] for r in rows]
+
+        # From here on the planner is pushed to the index, as explain_nearest does: at test size
+        # it would rightly scan a big filter's rows exactly itself.
+        for setting in ("enable_seqscan", "enable_sort", "enable_bitmapscan"):
+            conn.execute("SELECT set_config(%s, 'off', true)", (setting,))
+
+        def in_force(rows: list[dict[str, Any]], chunks: list[dict[str, Any]], q: Any) -> None:
+            """Every row of ``chunks`` (one version: the ids are shared across versions) at the
+            distance of that version's vector."""
+            vectors = {c["chunk_id"]: c["embedding"] for c in chunks}
+            for row in rows:
+                assert row["jurisdiction"] == chunks[0]["jurisdiction"]
+                expected = 1.0 - float(vectors[row["chunk_id"]] @ q)
+                assert abs(row["distance"] - expected) < 1e-5, (row["chunk_id"], expected)
+
+        # The exact path: the brute-force top-k, in order, and the index never scanned.
+        before = hnsw_scans()
+        for q in queries:
+            for as_of, chunks in ((None, small_v2), (past, small_v1)):
+                expected = brute_force(*vectors_ids(chunks), q, 10)
+                for rows in (
+                    vector_candidates(conn, q, 10, jurisdictions=["SMALL"], as_of=as_of),
+                    nearest(conn, q, 10, jurisdictions=["SMALL"], as_of=as_of),
+                ):
+                    assert ids(rows) == expected
+                    in_force(rows, chunks, q)
+        assert hnsw_scans() == before, "a small filter scanned the HNSW index"
+
+        # The HNSW path: k rows in force on the day, each at its version's distance; a stored
+        # vector finds itself (random 384-d vectors are too uniform to test recall on).
+        before = hnsw_scans()
+        for i in (0, 7, 321):
+            for as_of, chunks in ((None, big_v2), (past, big_v1)):
+                q = chunks[i]["embedding"]
+                for rows in (
+                    vector_candidates(conn, q, 10, jurisdictions=["BIG"], as_of=as_of),
+                    nearest(conn, q, 10, jurisdictions=["BIG"], as_of=as_of),
+                ):
+                    assert len(rows) == 10 and len(set(ids(rows))) == 10
+                    assert rows[0]["chunk_id"] == chunks[i]["chunk_id"]
+                    assert rows[0]["distance"] < 1e-5
+                    in_force(rows, chunks, q)
+        assert hnsw_scans() > before, "a big filter did not scan the HNSW index"
+
+        # The plans: the exact statement cannot use the index, the HNSW one of the same filter
+        # would.
+        def plan(jurisdictions: list[str], strategy: Any = None, as_of: Any = None) -> str:
+            query, values, chosen = vector_statement(
+                conn, 10, jurisdictions=jurisdictions, as_of=as_of, strategy=strategy
+            )
+            assert strategy is None or chosen == strategy
+            rows = conn.execute("EXPLAIN " + query, (queries[0], *values)).fetchall()
+            return "\n".join(r[0] for r in rows)
+
+        for as_of in (None, past):
+            small_plan = plan(["SMALL"], as_of=as_of)
+            assert HNSW_INDEX not in small_plan and "Sort" in small_plan, small_plan
+            assert f"Index Scan using {HNSW_INDEX}" in plan(["SMALL"], "hnsw", as_of)
+            assert f"Index Scan using {HNSW_INDEX}" in plan(["BIG"], as_of=as_of)
 
 
 def test_ensure_model_switches_models_and_dimensions(store_db: str) -> None:
