@@ -108,3 +108,6 @@ if [ ${#targets[@]} -gt 0 ]; then
   echo "[setup] bytecode compiled in $((SECONDS - start)) s"
   touch "$compiled"
 fi
+# The project's own modules too (installed editable, so uv does not compile them): a cold
+# `civicsetu ask` would otherwise compile every module it imports. Only changed files are redone.
+.venv/bin/python -m compileall -qq -j 0 civicsetu_pipelines
