@@ -188,6 +188,7 @@ def export_onnx(config: EmbeddingConfig, models_dir: Path, target: Path) -> None
     import torch
 
     source = Embedder(replace(config, runtime="torch"), models_dir)
+    source.model  # noqa: B018  (verified and loaded first: it also quiets transformers' logs)
     model = _eager_model(source)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))

