@@ -40,6 +40,7 @@ def quantized_copy(folder: Path, target: Path) -> Path:
     import json
     import shutil
 
+    import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     from civicsetu_pipelines.base import sha256_file
@@ -52,6 +53,9 @@ def quantized_copy(folder: Path, target: Path) -> Path:
         reduce_range=True,
         op_types_to_quantize=["MatMul"],
         weight_type=QuantType.QInt8,
+        # The fused graph holds onnxruntime's own operators, whose output types shape inference
+        # does not know: they are float.
+        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
     )
     shutil.copy(folder / "tokenizer.json", target / "tokenizer.json")
     meta = json.loads((folder / "meta.json").read_text())
