@@ -885,9 +885,10 @@ def dev(
         bool, typer.Option("--keep-db", help="Leave the embedded Postgres running on exit")
     ] = False,
 ) -> None:
-    """Start the embedded Postgres, the Dagster webserver and the daemon together; Ctrl-C stops
-    them together (the Postgres only if this command started it, and not with --keep-db)."""
-    from civicsetu_pipelines.operate import prepare_dagster_home
+    """Start the embedded Postgres, the Dagster webserver and the daemon together; Ctrl-C,
+    SIGTERM or SIGHUP stops them all and exits 0 (the Postgres only if this command started it,
+    and not with --keep-db)."""
+    from civicsetu_pipelines.operate import prepare_dagster_home, run_until_stopped
     from civicsetu_pipelines.store import EmbeddedPostgres
 
     settings = Settings.from_env()
@@ -904,28 +905,22 @@ def dev(
         "-p",
         str(port),
     ]
-    console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C stops both"
+    console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C, SIGTERM or "
+                  "SIGHUP stops both"
                   + ("" if was_running or keep_db or embedded is None else " and the Postgres")
                   + ")")  # fmt: skip
-    # Run from DAGSTER_HOME: the repository's dagster.yaml is a template copied there.
-    proc = subprocess.Popen(cmd, cwd=home)
-    interrupted = False
-
-    def on_interrupt(signum: int, frame: object) -> None:
-        # Ctrl-C reaches the whole process group: dagster dev stops the webserver and the
-        # daemon on its own; this process waits for that, then stops the Postgres.
-        nonlocal interrupted
-        interrupted = True
-
-    previous = signal.signal(signal.SIGINT, on_interrupt)
+    # Run from DAGSTER_HOME: the repository's dagster.yaml is a template copied there. dagster
+    # dev runs in a session of its own, stopped whole (webserver, daemon, code servers) however
+    # this process is asked to stop.
     try:
-        code = proc.wait()
+        code, stopped_by = run_until_stopped(cmd, cwd=home)
     finally:
-        signal.signal(signal.SIGINT, previous)
         if embedded is not None and not was_running and not keep_db:
             embedded.stop()
             console.print("embedded Postgres stopped")
-    raise typer.Exit(0 if interrupted or code == 0 else code)
+    if stopped_by is not None:
+        console.print(f"stopped by {signal.Signals(stopped_by).name}")
+    raise typer.Exit(0 if stopped_by is not None or code == 0 else code)
 
 
 def main() -> None:

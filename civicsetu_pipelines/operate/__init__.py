@@ -8,6 +8,7 @@ Modules, in the order they build on each other:
 * ``freshness`` -- input fingerprints: skip what has not changed
 * ``runs`` -- runs per jurisdiction, jobs and backfills through the instance
 * ``gazette_watch`` -- snapshots of mirrors, registries and sources for the change sensor
+* ``services`` -- services this process starts (``dagster dev``), stopped together on any signal
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

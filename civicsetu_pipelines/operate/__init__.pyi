@@ -24,3 +24,7 @@ from .runs import (
     run_job as run_job,
     run_partitions as run_partitions,
 )
+from .services import (
+    run_until_stopped as run_until_stopped,
+    session_processes as session_processes,
+)

@@ -1,8 +1,12 @@
 """`civicsetu dev` starts the embedded Postgres, the webserver and the daemon together and stops
-them together on Ctrl-C (issue 7)."""
+them together on Ctrl-C (issue 7), and on SIGTERM (systemd, ``docker stop``, Kubernetes) or
+SIGHUP (the terminal closed) sent to the command's own pid, leaving no process it started --
+not ``dagster dev``, the webserver, the daemon, the code servers, nor the embedded Postgres
+(issue 17). Real processes, a real embedded Postgres, a real port."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,6 +17,16 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
+import pytest
+
+from civicsetu_pipelines.base.settings import (
+    ENV_ENABLE_SEED_STATES,
+    ENV_MIRROR_DIRS,
+    ENV_OFFLINE,
+    ENV_STATE_DIR,
+)
+from civicsetu_pipelines.store.database import EmbeddedPostgres
 
 BIN = Path(sys.executable).parent
 DAEMON_HEALTH = (
@@ -74,3 +88,74 @@ def test_dev_starts_everything_and_ctrl_c_stops_everything(tmp_path: Path) -> No
     assert not _postgres_running(env)
     with socket.socket() as sock:
         assert sock.connect_ex(("127.0.0.1", port)) != 0  # the webserver is gone
+
+
+STARTUP_S = 240.0
+STOP_S = 30.0  # the issue's bound
+
+
+def _alive(pids: list[int]) -> list[str]:
+    out = []
+    for pid in pids:
+        try:
+            process = psutil.Process(pid)
+            if process.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{pid} {' '.join(process.cmdline())[:120]}")
+        except psutil.NoSuchProcess:
+            continue
+    return out
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals) -> None:
+    state, mirror = tmp_path / "state", tmp_path / "mirror"
+    mirror.mkdir()
+    env = {**os.environ, ENV_STATE_DIR: str(state), ENV_MIRROR_DIRS: str(mirror),
+           ENV_OFFLINE: "1", ENV_ENABLE_SEED_STATES: "0", "HF_HUB_OFFLINE": "1"}  # fmt: skip
+    env.pop("CIVICSETU_DATABASE_URL", None)  # its own embedded Postgres, started by dev
+    env.pop("DAGSTER_HOME", None)
+    port = _free_port()
+    log = (tmp_path / "dev.log").open("wb")
+    command = [str(BIN / "civicsetu"), "dev", "--port", str(port)]
+    dev = subprocess.Popen(
+        command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + STARTUP_S
+        while time.monotonic() < deadline:
+            assert dev.poll() is None, (tmp_path / "dev.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/server_info", timeout=2).is_success:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        else:
+            pytest.fail("the UI never answered: " + (tmp_path / "dev.log").read_text()[-3000:])
+        # The daemon and the code servers: give them a moment to be up too.
+        while time.monotonic() < deadline:
+            started = [p.pid for p in psutil.Process(dev.pid).children(recursive=True)]
+            names = " ".join(" ".join(psutil.Process(p).cmdline()) for p in started
+                             if psutil.pid_exists(p))  # fmt: skip
+            if "dagster-daemon" in names and "dagster-webserver" in names:
+                break
+            time.sleep(0.5)
+        assert len(started) >= 3, started  # dagster dev, the webserver, the daemon (and more)
+        postgres = EmbeddedPostgres(state)
+        assert postgres.status()["running"]
+
+        os.kill(dev.pid, stop)  # the command's own pid, as a supervisor does
+        assert dev.wait(timeout=STOP_S + 30) == 0, (tmp_path / "dev.log").read_text()[-3000:]
+        assert not _alive(started), _alive(started)
+        assert not postgres.status()["running"]
+        assert f"stopped by {stop.name}" in (tmp_path / "dev.log").read_text()
+    finally:
+        log.close()
+        if dev.poll() is None:
+            os.killpg(dev.pid, signal.SIGKILL)
+        for pid in started:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).kill()
+        EmbeddedPostgres(state).stop()
