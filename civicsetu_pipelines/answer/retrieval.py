@@ -40,7 +40,7 @@ from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import stems
 from civicsetu_pipelines.store import (
     KnnStrategy,
-    in_force_clause,
+    chunk_filters,
     knn_statement,
     knn_strategy,
     prepare,
@@ -90,16 +90,6 @@ def _rows(cur: psycopg.Cursor[Any]) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-def _filters(jurisdictions: Sequence[str] | None, as_of: dt.date | None) -> tuple[str, list[Any]]:
-    where, params = in_force_clause(as_of, alias="c")
-    clauses = [where]
-    values: list[Any] = list(params)
-    if jurisdictions:
-        clauses.append("c.jurisdiction = ANY(%s)")
-        values.append(list(jurisdictions))
-    return " AND ".join(clauses), values
-
-
 def prepare_session(conn: psycopg.Connection[Any], ef_search: int = 100) -> None:
     """Set a connection up for repeated queries: pgvector types, iterative index scans (so a
     filtered query still returns k rows) and ``hnsw.ef_search``, once for the session."""
@@ -123,7 +113,7 @@ def vector_statement(
     """The statement :func:`vector_candidates` runs, its parameters after the query vector, and
     its strategy: exact for a filter on few rows, else the HNSW index (``store.knn_strategy``,
     unless ``strategy`` says which)."""
-    where, values = _filters(jurisdictions, as_of)
+    where, values = chunk_filters(jurisdictions, as_of)
     chosen = strategy or knn_strategy(conn, jurisdictions)
     return knn_statement(_COLUMNS, _JOINS, where, chosen), [*values, int(limit)], chosen
 
@@ -182,7 +172,7 @@ def fulltext_candidates(
     text = fulltext_query(terms)
     if not text:
         return []
-    where, values = _filters(jurisdictions, as_of)
+    where, values = chunk_filters(jurisdictions, as_of)
     query = (
         f"SELECT {_COLUMNS}, ts_rank_cd(c.tsv, q, %s) AS rank {_FROM}, "
         f"websearch_to_tsquery('english', %s) q WHERE c.tsv @@ q AND {where} "
@@ -227,7 +217,7 @@ def resolve_references(
             scope = [ref.jurisdiction]
         else:
             scope = [j for j in (jurisdictions or []) if j != ACT_JURISDICTION] or None
-        where, values = _filters(scope, as_of)
+        where, values = chunk_filters(scope, as_of)
         kind_clause = "c.doc_type = 'act'" if ref.kind == "section" else "c.doc_type <> 'act'"
         if ref.kind == "question":
             kind_clause = "c.doc_type = 'faq'"
@@ -266,7 +256,7 @@ def family_rows(
     """Parent and sibling units (same document and section) of ``hits``."""
     if not hits:
         return []
-    where, values = _filters(None, as_of)
+    where, values = chunk_filters(None, as_of)
     pairs = sorted({(str(h["document_key"]), str(h["section_label"])) for h in hits})
     query = (
         f"SELECT {_COLUMNS} {_FROM} WHERE {where} AND (c.document_key, c.section_label) IN "
@@ -317,7 +307,7 @@ def graph_rows(
     ids = [n for n in found if n not in set(chunk_ids) and _looks_like_uuid(n)]
     if not ids:
         return []
-    where, values = _filters(None, as_of)
+    where, values = chunk_filters(None, as_of)
     with conn.cursor() as cur:
         cur.execute(
             f"SELECT {_COLUMNS} {_FROM} WHERE {where} AND c.chunk_id = ANY(%s::uuid[])",

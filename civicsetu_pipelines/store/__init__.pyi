@@ -37,6 +37,7 @@ from .legal_chunks import (
     KnnStrategy as KnnStrategy,
     cache_lookup as cache_lookup,
     cache_store as cache_store,
+    chunk_filters as chunk_filters,
     column_dimension as column_dimension,
     ensure_model as ensure_model,
     explain_nearest as explain_nearest,

@@ -401,6 +401,19 @@ def in_force_clause(as_of: dt.date | None, alias: str = "") -> tuple[str, tuple[
     return f"{a}valid_from <= %s AND ({a}valid_to IS NULL OR {a}valid_to > %s)", (as_of, as_of)
 
 
+def chunk_filters(
+    jurisdictions: Sequence[str] | None, as_of: dt.date | None, alias: str = "c"
+) -> tuple[str, list[Any]]:
+    """SQL condition (and parameters) for the chunks in force (:func:`in_force_clause`) of
+    ``jurisdictions`` (all when empty), on ``legal_chunks`` as ``alias``."""
+    where, params = in_force_clause(as_of, alias=alias)
+    values: list[Any] = list(params)
+    if jurisdictions:
+        where += f" AND {alias}.jurisdiction = ANY(%s)"
+        values.append(list(jurisdictions))
+    return where, values
+
+
 # k-NN under a jurisdiction filter (issue 16). HNSW cannot filter inside the graph: an iterative
 # scan walks the nearest neighbours of the whole table and drops the rows of other
 # jurisdictions, so the fewer rows a filter keeps, the more it walks and the more it misses
@@ -498,11 +511,7 @@ def nearest(
     pass the filters, so a filtered query still returns ``k`` rows when they exist.
     """
     prepare(conn)
-    where, params = in_force_clause(as_of, alias="c")
-    values: list[Any] = [*params]
-    if jurisdictions:
-        where += " AND c.jurisdiction = ANY(%s)"
-        values.append(list(jurisdictions))
+    where, values = chunk_filters(jurisdictions, as_of)
     vec = _as_array(vector)
     with conn.transaction(), conn.cursor() as cur:
         query = knn_statement(
