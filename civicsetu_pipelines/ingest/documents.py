@@ -7,6 +7,7 @@ a row with its ``error`` and the others go on.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
@@ -120,15 +121,23 @@ def parse_rows_cached(
     Returns the rows and whether they came from the cache. Parses with pages left needing OCR
     are not cached, so installing Tesseract later takes effect.
     """
-    cache = cache_dir / f"{parse_fingerprint(spec, sha256, ocr)}.json"
+    fingerprint = parse_fingerprint(spec, sha256, ocr)
+    cache = cache_dir / f"{fingerprint}.json"
     if cache.is_file():
         return json.loads(cache.read_text()), True
-    rows = parse_rows(spec, path, ocr=ocr)
-    if not any("needs_ocr" in json.loads(row["flags"]) for row in rows):
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(rows, ensure_ascii=False))
-        os.replace(tmp, cache)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # One parse of a document at a time, across threads and processes: a run that reaches a
+    # document the prefetch thread (or another run) is parsing waits for that parse and reads
+    # it, instead of parsing (and OCR'ing) the same pages a second time beside it.
+    with open(cache_dir / f".{fingerprint}.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if cache.is_file():
+            return json.loads(cache.read_text()), True
+        rows = parse_rows(spec, path, ocr=ocr)
+        if not any("needs_ocr" in json.loads(row["flags"]) for row in rows):
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(rows, ensure_ascii=False))
+            os.replace(tmp, cache)
     return rows, False
 
 

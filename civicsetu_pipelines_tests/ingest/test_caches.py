@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,29 @@ def test_parse_cache_reuses_identical_rows(corpus: Path, tmp_path: Path) -> None
     assert first == second
     assert len(list(tmp_path.glob("*.json"))) == 1
 
+
+
+def test_concurrent_parses_of_one_document_parse_it_once(corpus: Path, tmp_path: Path) -> None:
+    """The prefetch thread and a run reaching the same document: the second waits for the
+    first's parse and reads it from the cache instead of parsing (and OCR'ing) it again."""
+    spec = load_registry(include_seed=False).get(KEY)
+    path = corpus / str(spec.filename)
+    sha = sha256_file(path)
+    start = threading.Barrier(3)
+    results: list[tuple[list[dict[str, object]], bool]] = []
+
+    def parse() -> None:
+        start.wait()
+        results.append(parse_rows_cached(spec, path, sha, tmp_path))
+
+    threads = [threading.Thread(target=parse) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(reused for _, reused in results) == [False, True, True]
+    assert results[0][0] == results[1][0] == results[2][0]
+    assert len(list(tmp_path.glob("*.json"))) == 1
 
 def test_parse_fingerprint_follows_what_the_parse_depends_on(corpus: Path) -> None:
     spec = load_registry(include_seed=False).get(KEY)
