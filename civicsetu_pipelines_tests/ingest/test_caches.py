@@ -38,7 +38,6 @@ def test_parse_cache_reuses_identical_rows(corpus: Path, tmp_path: Path) -> None
     assert len(list(tmp_path.glob("*.json"))) == 1
 
 
-
 def test_concurrent_parses_of_one_document_parse_it_once(corpus: Path, tmp_path: Path) -> None:
     """The prefetch thread and a run reaching the same document: the second waits for the
     first's parse and reads it from the cache instead of parsing (and OCR'ing) it again."""
@@ -60,6 +59,7 @@ def test_concurrent_parses_of_one_document_parse_it_once(corpus: Path, tmp_path:
     assert sorted(reused for _, reused in results) == [False, True, True]
     assert results[0][0] == results[1][0] == results[2][0]
     assert len(list(tmp_path.glob("*.json"))) == 1
+
 
 def test_parse_fingerprint_follows_what_the_parse_depends_on(corpus: Path) -> None:
     spec = load_registry(include_seed=False).get(KEY)
