@@ -27,6 +27,10 @@ graph_app = typer.Typer(help="The legal graph: cross-references and rule-to-Act 
 app.add_typer(graph_app, name="graph")
 documents_app = typer.Typer(help="The registered documents: add your own, list, remove.")
 app.add_typer(documents_app, name="documents")
+workers_app = typer.Typer(
+    help="Celery workers (and their Redis broker) for `materialize --executor celery`."
+)
+app.add_typer(workers_app, name="workers")
 console = Console(stderr=True)
 out = Console(width=max(Console().width, 120))
 
@@ -101,6 +105,16 @@ def materialize(
     force: Annotated[
         bool, typer.Option("--force", help="Run even jurisdictions whose inputs are unchanged")
     ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="in_process: every step in this process; celery: the steps on the workers of "
+            "`civicsetu workers start` (or of CIVICSETU_CELERY_BROKER_URL)"
+        ),
+    ] = "in_process",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON record per jurisdiction")
+    ] = False,
 ) -> None:
     """Materialize every asset for the given jurisdictions through the Dagster instance.
 
@@ -115,10 +129,17 @@ def materialize(
         run_partitions,
     )
 
+    if executor not in ("in_process", "celery"):
+        raise typer.BadParameter(f"--executor must be in_process or celery, not {executor!r}")
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
     wanted = _wanted_jurisdictions(jurisdiction)
     definitions = build_definitions(settings)
+    remote = None
+    if executor == "celery":
+        from civicsetu_pipelines.operate import celery_remote
+
+        remote = celery_remote(settings)  # the broker answers and a worker listens, or an error
 
     @functools.cache
     def stored() -> frozenset[str]:
@@ -137,8 +158,18 @@ def materialize(
             force=force,
             has_rows=has_rows,
             before=lambda i, name: status.update(f"[{i}/{total}] materializing {name} ..."),
-            warm_up=warm_up_embedder,
+            warm_up=None if remote else warm_up_embedder,
+            remote=remote,
         )
+    if as_json:
+        _print_json([
+            {"jurisdiction": o.jurisdiction, "status": o.status, "run_id": o.run_id,
+             "executor": o.executor, "workers": o.workers, "seconds": round(o.seconds, 2),
+             "error": o.error,
+             "failed_checks": [{"asset": a, "check": c, "severity": v}
+                               for a, c, v in o.failed_checks]}
+            for o in outcomes
+        ])  # fmt: skip
     failures = []
     for index, outcome in enumerate(outcomes, 1):
         prefix = f"[{index}/{total}] {outcome.jurisdiction}:"
@@ -147,7 +178,10 @@ def materialize(
                           "successful run; --force runs it anyway)")  # fmt: skip
             continue
         state = "[green]ok[/green]" if outcome.status == "ok" else "[red]FAILED[/red]"
-        console.print(f"{prefix} {state} in {outcome.seconds:.1f}s (run {outcome.run_id})")
+        ran_on = f", steps on {', '.join(outcome.workers)}" if outcome.workers else ""
+        console.print(f"{prefix} {state} in {outcome.seconds:.1f}s (run {outcome.run_id}{ran_on})")
+        if outcome.error:
+            console.print(f"    [red]{outcome.error}[/red]")
         for asset, check, severity in outcome.failed_checks:
             level = "red" if severity == "ERROR" else "yellow"
             console.print(f"    [{level}]check {asset}:{check} failed[/{level}]")
@@ -877,6 +911,121 @@ def graph_neighbours(
     out.print(table)
 
 
+@workers_app.command("start")
+def workers_start(
+    count: Annotated[int, typer.Option("--count", "-n", help="How many worker processes")] = 2,
+    detach: Annotated[
+        bool,
+        typer.Option("--detach", "-d", help="Run them in the background; return once they answer"),
+    ] = False,
+) -> None:
+    """Start the embedded Redis (unless CIVICSETU_CELERY_BROKER_URL names a broker) and N Celery
+    workers, each running one step at a time. In the foreground until SIGTERM, SIGINT or SIGHUP,
+    which stop the workers, the Redis and the Postgres this command started, and exit 0."""
+    from civicsetu_pipelines.operate import prepare_dagster_home, read_record, serve_workers
+    from civicsetu_pipelines.store import EmbeddedPostgres
+
+    settings = Settings.from_env()
+    if detach:
+        _start_detached(settings, count)
+        return
+    embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
+    was_running = embedded is not None and bool(embedded.status()["running"])
+    prepare_dagster_home(settings)  # the workers' Dagster instance; starts the Postgres if needed
+    if read_record(settings) is not None:
+        console.print("[red]workers already run for this state directory: "
+                      "`civicsetu workers status`[/red]")  # fmt: skip
+        raise typer.Exit(1)
+    try:
+        stopped_by = serve_workers(count, settings, say=console.print)
+    finally:
+        if embedded is not None and not was_running:
+            embedded.stop()
+            console.print("embedded Postgres stopped")
+    if stopped_by:
+        console.print(f"stopped by {signal.Signals(stopped_by).name}")
+
+
+def _start_detached(settings: Settings, count: int) -> None:
+    """``workers start`` in a session of its own, its output in the state dir's log; returns
+    once every worker answers a ping (or fails with the log's tail)."""
+    import time
+
+    from civicsetu_pipelines.operate import alive, log_dir, ping, read_record
+
+    if read_record(settings) is not None:
+        console.print("workers already run: `civicsetu workers status`")
+        return
+    log = log_dir(settings) / "workers.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "civicsetu_pipelines.cli", "workers", "start", "-n", str(count)],
+            stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, start_new_session=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + 120
+    with console.status(f"starting {count} worker(s) ..."):
+        while True:
+            record = read_record(settings)
+            if record is not None and len(record.workers) == count:
+                from civicsetu_pipelines.operate import broker_url
+
+                if len(ping(broker_url(settings), timeout=1.0)) >= count:
+                    break
+            if not alive(process.pid) or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace")[-1500:]
+                console.print(f"[red]the workers did not start; {log}:[/red]\n{tail}")
+                raise typer.Exit(1)
+            time.sleep(0.5)
+    console.print(f"{count} worker(s) running (supervisor pid {process.pid}, log {log}); "
+                  "`civicsetu workers stop` stops them")  # fmt: skip
+
+
+@workers_app.command("stop")
+def workers_stop() -> None:
+    """Stop the workers of this state directory (and the Redis and Postgres their start
+    started); waits until they are gone."""
+    from civicsetu_pipelines.operate import stop_workers
+
+    record = stop_workers(Settings.from_env())
+    if record is None:
+        console.print("no workers run for this state directory")
+        return
+    console.print(f"stopped {len(record.workers)} worker(s) and their supervisor "
+                  f"(pid {record.supervisor})")  # fmt: skip
+
+
+@workers_app.command("status")
+def workers_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The supervisor, its workers and which of them answer on the broker."""
+    from civicsetu_pipelines.operate import alive, ping, read_record
+
+    settings = Settings.from_env()
+    record = read_record(settings)
+    data: dict[str, Any] = {"running": record is not None, "workers": []}
+    if record is not None:
+        from civicsetu_pipelines.operate import broker_url
+
+        answering = set(ping(broker_url(settings), timeout=1.0))
+        data.update(supervisor=record.supervisor, broker=record.broker,
+                    embedded_broker=record.embedded_broker)  # fmt: skip
+        data["workers"] = [
+            {"name": name, "pid": pid, "alive": alive(pid), "answers": name in answering}
+            for name, pid in sorted(record.workers.items())
+        ]
+    if as_json:
+        _print_json(data)
+        return
+    if record is None:
+        out.print("no workers run for this state directory")
+        return
+    out.print(f"supervisor pid {record.supervisor}, broker {record.broker}"
+              + (" (embedded Redis)" if record.embedded_broker else ""))  # fmt: skip
+    for worker in data["workers"]:
+        out.print(f"  {worker['name']}  pid {worker['pid']}  "
+                  f"{'answers' if worker['answers'] else 'NOT answering'}")  # fmt: skip
+
+
 @app.command()
 def dev(
     port: Annotated[int, typer.Option(help="Webserver port")] = 3000,
@@ -931,11 +1080,15 @@ def main() -> None:
 
     from civicsetu_pipelines.base import DocumentError
     from civicsetu_pipelines.ingest import RegistryError
+    from civicsetu_pipelines.operate import BrokerError
     from civicsetu_pipelines.store import MigrationChecksumError
 
     try:
         app()
-    except (RegistryError, DocumentError, MigrationChecksumError, psycopg.OperationalError) as exc:
+    except (
+        RegistryError, DocumentError, MigrationChecksumError, BrokerError,
+        psycopg.OperationalError,
+    ) as exc:  # fmt: skip
         console.print(f"[red]{type(exc).__name__}: {exc}[/red]")
         sys.exit(1)
 

@@ -30,6 +30,8 @@ if command -v tesseract >/dev/null 2>&1; then
     tesseract --list-langs 2>/dev/null | grep -qx "$lang" || need_apt+=("tesseract-ocr-$lang")
   done
 fi
+# Redis: the broker of the Celery workers (`civicsetu workers start` runs it under the state dir).
+command -v redis-server >/dev/null 2>&1 || need_apt+=(redis-server)
 # Headless Chromium renders the evaluation report and the Dagster UI in the tests.
 command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -48,6 +48,9 @@ ENV_NEO4J_USER = "NEO4J_USER"
 ENV_NEO4J_USERNAME = "NEO4J_USERNAME"  # the other usual name, read when NEO4J_USER is unset
 ENV_NEO4J_PASSWORD = "NEO4J_PASSWORD"
 ENV_NEO4J_DATABASE = "NEO4J_DATABASE"
+# Celery: the broker (and result backend) of `--executor celery`; unset, the embedded Redis that
+# `civicsetu workers start` runs under the state directory.
+ENV_CELERY_BROKER_URL = "CIVICSETU_CELERY_BROKER_URL"
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 

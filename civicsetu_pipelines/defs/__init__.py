@@ -8,6 +8,7 @@ import dagster as dg
 
 from civicsetu_pipelines.base import Settings, neo4j_configured
 from civicsetu_pipelines.defs.assets import answers, evaluation, graph, ingest, store
+from civicsetu_pipelines.defs.executors import civicsetu_executor
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
 from civicsetu_pipelines.defs.jobs import (
     build_answers_job,
@@ -40,4 +41,5 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
             )
         ],
         resources=resources,
+        executor=civicsetu_executor,
     )

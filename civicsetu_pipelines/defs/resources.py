@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import multiprocessing
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,7 @@ from civicsetu_pipelines.store import (
     PACKAGED_MODEL,
     EmbeddingConfig,
     ModelWorker,
+    WindowedEmbedder,
     apply_migrations,
     connect,
     embedding_config_from_env,
@@ -208,7 +210,7 @@ def default_resources() -> dict[str, object]:
     }
 
 
-_EMBEDDERS: dict[tuple[EmbeddingConfig, str], ModelWorker] = {}
+_EMBEDDERS: dict[tuple[EmbeddingConfig, str], ModelWorker | WindowedEmbedder] = {}
 _QUERY_EMBEDDERS: dict[tuple[EmbeddingConfig, str], QueryEmbedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
@@ -246,12 +248,19 @@ class EmbeddingResource(dg.ConfigurableResource):
             runtime=self.runtime,
         )
 
-    def embedder(self) -> ModelWorker:
-        """The model, in a worker process shared by every run of this process."""
+    def embedder(self) -> ModelWorker | WindowedEmbedder:
+        """The model, shared by every run of this process: in a worker process of its own, so
+        it loads while this process fetches and parses; in this process when it is a daemonic
+        one (a Celery worker's pool process, which may not start children)."""
         key = (self.config(), str(Path(self.state_dir).resolve()))
         with _EMBEDDERS_LOCK:
             if key not in _EMBEDDERS:
-                _EMBEDDERS[key] = ModelWorker(self.config(), Path(key[1]) / "models")
+                models = Path(key[1]) / "models"
+                _EMBEDDERS[key] = (
+                    open_embedder(key[0], models)
+                    if multiprocessing.current_process().daemon
+                    else ModelWorker(key[0], models)
+                )
             return _EMBEDDERS[key]
 
     def query_embedder(self) -> QueryEmbedder:

@@ -9,6 +9,9 @@ Modules, in the order they build on each other:
 * ``runs`` -- runs per jurisdiction, jobs and backfills through the instance
 * ``gazette_watch`` -- snapshots of mirrors, registries and sources for the change sensor
 * ``services`` -- services this process starts (``dagster dev``), stopped together on any signal
+* ``broker`` -- the Celery broker: a configured URL or the embedded Redis
+* ``workers`` -- Celery workers for ``--executor celery`` runs, supervised and stopped together
+* ``celery_app`` -- the workers' Celery app (``celery -A civicsetu_pipelines.operate.celery_app``)
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

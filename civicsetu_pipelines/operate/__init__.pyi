@@ -1,5 +1,10 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .broker import (
+    BrokerError as BrokerError,
+    EmbeddedRedis as EmbeddedRedis,
+    broker_url as broker_url,
+)
 from .gazette_watch import (
     PDF_PREFIX as PDF_PREFIX,
     REMOTE_PREFIX as REMOTE_PREFIX,
@@ -18,6 +23,8 @@ from .instance import (
     prepare_dagster_home as prepare_dagster_home,
 )
 from .runs import (
+    PartitionOutcome as PartitionOutcome,
+    RemoteExecution as RemoteExecution,
     backfill_runs as backfill_runs,
     daemon_alive as daemon_alive,
     open_instance as open_instance,
@@ -25,6 +32,16 @@ from .runs import (
     run_partitions as run_partitions,
 )
 from .services import (
+    alive as alive,
     run_until_stopped as run_until_stopped,
     session_processes as session_processes,
+)
+from .workers import (
+    WorkerRecord as WorkerRecord,
+    celery_remote as celery_remote,
+    log_dir as log_dir,
+    ping as ping,
+    read_record as read_record,
+    serve_workers as serve_workers,
+    stop_workers as stop_workers,
 )

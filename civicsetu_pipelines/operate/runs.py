@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +36,19 @@ class PartitionOutcome:
     run_id: str | None = None
     failed_checks: list[tuple[str, str, str]] = field(default_factory=list)  # asset, check, sev
     metadata: dict[str, dict[str, Any]] = field(default_factory=dict)  # asset -> metadata
+    executor: str = "in_process"
+    workers: list[str] = field(default_factory=list)  # the Celery workers that ran its steps
+    error: str | None = None  # why a failed run failed, as Dagster recorded it
+
+
+@dataclass(frozen=True)
+class RemoteExecution:
+    """Run the job's steps outside this process: the job as the workers load it again, and the
+    run config that selects their executor (``workers.celery_run_config``)."""
+
+    job: dg.ReconstructableJob
+    run_config: Mapping[str, Any]
+    executor: str = "celery"
 
 
 def up_to_date(
@@ -63,11 +76,14 @@ def run_partitions(
     has_rows: Callable[[str], bool] = lambda _j: True,
     before: Callable[[int, str], None] | None = None,
     warm_up: Callable[[], object] | None = None,
+    remote: RemoteExecution | None = None,
 ) -> list[PartitionOutcome]:
     """Run the partitioned ``job`` (the ingest job) once per partition that is not up to date.
 
     ``warm_up`` (the embedding model's worker, from the definitions' resource) is started before
-    the first run, so the model loads while the first partition is fetched and parsed."""
+    the first run, so the model loads while the first partition is fetched and parsed. With
+    ``remote``, each run's steps execute on its executor's workers (this process orchestrates;
+    it neither loads the model nor parses ahead)."""
     settings = Settings.from_env()
     registry = load_registry()
     outcomes: list[PartitionOutcome] = []
@@ -85,7 +101,7 @@ def run_partitions(
             outcomes.append(PartitionOutcome(name, "up_to_date", time.perf_counter() - started))
         else:
             to_run.append((index, name, fingerprint))
-    if to_run:
+    if to_run and remote is None:
         # Overlap the slow, single-threaded preparations with the runs: the model's worker
         # process imports and loads it while the first partition is fetched, parsed and checked
         # here, and a thread parses the later partitions (OCR included) into the parse cache
@@ -109,30 +125,88 @@ def run_partitions(
         started = time.perf_counter()
         if before is not None:
             before(index, name)
-        result = job.execute_in_process(
-            partition_key=name,
-            instance=instance,
-            raise_on_error=False,
-            tags={FINGERPRINT_TAG: fingerprint} if fingerprint else {},
-            run_config=QUIET,
-        )
-        outcome = PartitionOutcome(
-            name, "ok" if result.success else "failed", time.perf_counter() - started,
-            result.run_id,
-        )  # fmt: skip
-        for check in result.get_asset_check_evaluations():
-            if not check.passed:
-                outcome.failed_checks.append(
-                    (check.asset_key.to_user_string(), check.check_name, check.severity.value)
-                )
-        for event in result.get_asset_materialization_events():
-            mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-            outcome.metadata[mat.asset_key.to_user_string()] = {
-                key: value.value for key, value in mat.metadata.items()
-            }
+        tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
+        if remote is None:
+            result: dg.ExecuteInProcessResult | dg.ExecuteJobResult = job.execute_in_process(
+                partition_key=name,
+                instance=instance,
+                raise_on_error=False,
+                tags=tags,
+                run_config=QUIET,
+            )
+            outcome = _outcome(instance, name, result, started, "in_process")
+        else:
+            with dg.execute_job(
+                remote.job,
+                instance=instance,
+                run_config={**QUIET, **remote.run_config},
+                tags={**tags, "dagster/partition": name},
+                raise_on_error=False,
+            ) as remote_result:
+                outcome = _outcome(instance, name, remote_result, started, remote.executor)
         outcomes.append(outcome)
     order = {name: i for i, name in enumerate(partitions)}
     return sorted(outcomes, key=lambda o: order[o.jurisdiction])
+
+
+def _outcome(
+    instance: dg.DagsterInstance,
+    name: str,
+    result: dg.ExecuteInProcessResult | dg.ExecuteJobResult,
+    started: float,
+    executor: str,
+) -> PartitionOutcome:
+    outcome = PartitionOutcome(
+        name, "ok" if result.success else "failed", time.perf_counter() - started,
+        result.run_id, executor=executor,
+    )  # fmt: skip
+    for check in result.get_asset_check_evaluations():
+        if not check.passed:
+            outcome.failed_checks.append(
+                (check.asset_key.to_user_string(), check.check_name, check.severity.value)
+            )
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        outcome.metadata[mat.asset_key.to_user_string()] = {
+            key: value.value for key, value in mat.metadata.items()
+        }
+    if executor == "celery":
+        outcome.workers = celery_workers(instance, result.run_id)
+    if not result.success:
+        outcome.error = run_failure(instance, result.run_id)
+    return outcome
+
+
+CELERY_WORKER_KEY = "Celery worker"  # dagster-celery's engine event, as a step starts on a worker
+
+
+def celery_workers(instance: dg.DagsterInstance, run_id: str) -> list[str]:
+    """The distinct Celery workers that executed steps of the run (from its event log)."""
+    names = set()
+    for record in instance.all_logs(run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+        data = record.dagster_event.engine_event_data if record.dagster_event else None
+        value = data.metadata.get(CELERY_WORKER_KEY) if data is not None else None
+        if value is not None:
+            names.add(str(value.value))
+    return sorted(names)
+
+
+def run_failure(instance: dg.DagsterInstance, run_id: str) -> str | None:
+    """The first step failure's or run failure's message of a failed run."""
+    kinds = (dg.DagsterEventType.STEP_FAILURE, dg.DagsterEventType.RUN_FAILURE)
+    for kind in kinds:
+        for record in instance.all_logs(run_id, of_type=kind):
+            event = record.dagster_event
+            if event is None:
+                continue
+            step = f"step {event.step_key}: " if event.step_key else ""
+            error = getattr(event.event_specific_data, "error", None)
+            if error is None:
+                return f"{step}{event.message or ''}"[:600]
+            while error.cause is not None:  # the step's own exception, not Dagster's wrapper
+                error = error.cause
+            return f"{step}{error.message.strip()}"[:600]
+    return None
 
 
 def run_job(instance: dg.DagsterInstance, job: dg.JobDefinition) -> dg.ExecuteInProcessResult:
