@@ -123,6 +123,7 @@ def materialize(
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.defs.resources import warm_up_embedder
     from civicsetu_pipelines.operate import (
+        fail_orphaned_runs,
         open_instance,
         prepare_dagster_home,
         run_job,
@@ -151,6 +152,8 @@ def materialize(
 
     total = len(wanted)
     with open_instance() as instance, console.status("checking inputs ...") as status:
+        for run_id, why in fail_orphaned_runs(instance):
+            console.print(f"[yellow]run {run_id} marked failed: {why}[/yellow]")
         outcomes = run_partitions(
             instance,
             definitions.resolve_job_def("ingest_job"),
@@ -203,7 +206,8 @@ def materialize(
                                   f"{evaluation.check_name} failed[/yellow]")  # fmt: skip
             if not done.success:
                 failures.append(job_name)
-    _summary(wanted)
+    if not as_json:  # stdout holds the JSON alone
+        _summary(wanted)
     console.print(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
         "http://127.0.0.1:3000\nPer-document figures: `civicsetu stats --json`; units of one "
@@ -240,7 +244,7 @@ def backfill(
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
     wanted = _wanted_jurisdictions(jurisdiction)
-    cmd = [_dagster_bin(), "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
+    cmd = [_bin("dagster"), "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
            "ingest_job", "--partitions", ",".join(wanted), "--noprompt"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=home, capture_output=True, text=True)
     found = re.search(r"Launched backfill job `([^`]+)`", proc.stdout)
@@ -299,9 +303,9 @@ def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
     return wanted
 
 
-def _dagster_bin() -> str:
-    """The ``dagster`` command of this environment."""
-    return os.path.join(os.path.dirname(sys.executable), "dagster")
+def _bin(name: str) -> str:
+    """The ``name`` command (``dagster``, ``dg``) of this environment."""
+    return os.path.join(os.path.dirname(sys.executable), name)
 
 
 def _note_model_export() -> None:
@@ -1026,6 +1030,11 @@ def workers_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
                   f"{'answers' if worker['answers'] else 'NOT answering'}")  # fmt: skip
 
 
+# dg dev's webserver and code servers outlive SIGINT here (the daemon stops at once): SIGTERM
+# follows after this long, then SIGKILL, so everything is gone well within 30 s.
+DEV_STOP_GRACE_S = 8.0
+
+
 @app.command()
 def dev(
     port: Annotated[int, typer.Option(help="Webserver port")] = 3000,
@@ -1044,25 +1053,20 @@ def dev(
     embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
     was_running = embedded is not None and bool(embedded.status()["running"])
     home = prepare_dagster_home(settings)  # starts the embedded Postgres when needed
-    cmd = [
-        _dagster_bin(),
-        "dev",
-        "-w",
-        str(REPO_ROOT / "workspace.yaml"),
-        "-h",
-        host,
-        "-p",
-        str(port),
-    ]
+    # `dg dev`, Dagster's documented entry point, on the dg project of pyproject.toml ([tool.dg]).
+    cmd = [_bin("dg"), "dev", "--target-path", str(REPO_ROOT), "--host", host, "--port", str(port)]
     console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C, SIGTERM or "
                   "SIGHUP stops both"
                   + ("" if was_running or keep_db or embedded is None else " and the Postgres")
                   + ")")  # fmt: skip
-    # Run from DAGSTER_HOME: the repository's dagster.yaml is a template copied there. dagster
-    # dev runs in a session of its own, stopped whole (webserver, daemon, code servers) however
-    # this process is asked to stop.
+    # The instance is DAGSTER_HOME's (the repository's deploy/dagster.yaml is a template copied
+    # there).
+    # dg dev runs in a session of its own, stopped whole (webserver, daemon, code servers) however
+    # this process is asked to stop. VIRTUAL_ENV: this environment is the project's.
     try:
-        code, stopped_by = run_until_stopped(cmd, cwd=home)
+        code, stopped_by = run_until_stopped(
+            cmd, cwd=home, grace=DEV_STOP_GRACE_S, env={**os.environ, "VIRTUAL_ENV": sys.prefix}
+        )
     finally:
         if embedded is not None and not was_running and not keep_db:
             embedded.stop()

@@ -17,7 +17,7 @@ from civicsetu_pipelines.defs.jobs import (
 )
 from civicsetu_pipelines.defs.resources import default_resources
 from civicsetu_pipelines.defs.schedules import build_reingest_schedules
-from civicsetu_pipelines.defs.sensors import build_gazette_sensor
+from civicsetu_pipelines.defs.sensors import build_gazette_sensor, build_orphaned_runs_sensor
 from civicsetu_pipelines.operate import registry_files_for
 
 
@@ -38,7 +38,8 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
                 ingest_job,
                 mirror_dirs=settings.mirror_dirs,
                 registry_files=registry_files_for(settings),
-            )
+            ),
+            build_orphaned_runs_sensor(),
         ],
         resources=resources,
         executor=civicsetu_executor,

@@ -50,6 +50,7 @@ from civicsetu_pipelines.operate import (
     change_digest,
     changed_entries,
     changed_partitions,
+    fail_orphaned_runs,
     http_client,
     remote_snapshot,
     snapshot,
@@ -198,3 +199,31 @@ def build_gazette_sensor(
         return evaluate(context)
 
     return gazette_change_sensor
+
+
+ORPHANED_RUNS_SENSOR = "orphaned_runs_sensor"
+
+
+def build_orphaned_runs_sensor() -> dg.SensorDefinition:
+    """``orphaned_runs_sensor``: every minute, runs this host's ``civicsetu`` processes started
+    and that are still in progress although their process is gone (SIGKILL, OOM) are marked
+    failed, with the reason in the run's event log. Dagster's own run monitoring
+    (``dagster.yaml``) cannot tell for these runs: they run in the CLI's process, not through a
+    run launcher. On by default: it only reads runs and fails dead ones."""
+
+    @dg.sensor(
+        name=ORPHANED_RUNS_SENSOR,
+        minimum_interval_seconds=MINIMUM_INTERVAL_SECONDS,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description="Marks failed the runs whose civicsetu process died (pid gone on this host)",
+    )
+    def orphaned_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+        marked = fail_orphaned_runs(context.instance)
+        for run_id, why in marked:
+            context.log.warning(f"run {run_id}: {why}")
+        if marked:
+            return dg.SkipReason(f"marked {len(marked)} run(s) failed: "
+                                 + ", ".join(run_id for run_id, _ in marked))  # fmt: skip
+        return dg.SkipReason("no run left in progress by a dead process")
+
+    return orphaned_runs_sensor

@@ -27,6 +27,7 @@ from .runs import (
     RemoteExecution as RemoteExecution,
     backfill_runs as backfill_runs,
     daemon_alive as daemon_alive,
+    fail_orphaned_runs as fail_orphaned_runs,
     open_instance as open_instance,
     run_job as run_job,
     run_partitions as run_partitions,

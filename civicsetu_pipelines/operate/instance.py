@@ -1,7 +1,7 @@
 """Prepare ``$DAGSTER_HOME`` so Dagster keeps runs, event logs and schedules in Postgres.
 
-The repo's ``dagster.yaml`` reads two environment variables; :func:`prepare_dagster_home` sets
-them (together with ``DAGSTER_HOME``) for this process and its children. This is the one place
+The repo's ``deploy/dagster.yaml`` reads two environment variables; :func:`prepare_dagster_home`
+sets them (together with ``DAGSTER_HOME``) for this process and its children. This is the one place
 outside :mod:`civicsetu_pipelines.base.settings` that touches ``os.environ``, and it only writes.
 """
 
@@ -22,7 +22,9 @@ from civicsetu_pipelines.store import (
 
 log = logging.getLogger(__name__)
 
-DAGSTER_YAML = REPO_ROOT / "dagster.yaml"
+# Not at the repository root: `dg dev` runs from there and would warn of a dagster.yaml that
+# DAGSTER_HOME overrides.
+DAGSTER_YAML = REPO_ROOT / "deploy" / "dagster.yaml"
 ENV_DAGSTER_HOME = "DAGSTER_HOME"
 ENV_DAGSTER_PG_URL = "CIVICSETU_DAGSTER_PG_URL"
 ENV_DAGSTER_ARTIFACTS = "CIVICSETU_DAGSTER_ARTIFACTS"
@@ -39,8 +41,8 @@ def prepare_dagster_home(settings: Settings | None = None) -> Path:
     Starts (or reuses) the embedded Postgres unless ``CIVICSETU_DATABASE_URL`` is set, creates the
     ``dagster`` database on that server if missing, sets ``DAGSTER_HOME``,
     ``CIVICSETU_DAGSTER_PG_URL`` and ``CIVICSETU_DAGSTER_ARTIFACTS`` in ``os.environ``, and copies
-    the repo's ``dagster.yaml`` into ``DAGSTER_HOME`` when it differs. Safe to call repeatedly and
-    from several processes.
+    the repo's ``deploy/dagster.yaml`` into ``DAGSTER_HOME`` when it differs. Safe to call
+    repeatedly and from several processes.
     """
     settings = settings or Settings.from_env()
     url = resolve_database_url(settings)

@@ -7,7 +7,11 @@ Shared by ``civicsetu materialize`` and the benchmarks. A jurisdiction whose inp
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
+import multiprocessing
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,8 +28,19 @@ from civicsetu_pipelines.base import (
 )
 from civicsetu_pipelines.ingest import load_registry, prefetch_parses
 from civicsetu_pipelines.operate.freshness import FINGERPRINT_TAG, partition_fingerprint
+from civicsetu_pipelines.operate.services import alive
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# The host and pid of the process that orchestrates a run this package starts: a run left
+# STARTED by a process that died (SIGKILL, OOM, a lost machine) is found and marked failed by
+# fail_orphaned_runs.
+HOST_TAG = "civicsetu/host"
+PID_TAG = "civicsetu/pid"
+IN_PROGRESS = (
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+)
 
 
 @dataclass
@@ -49,6 +64,7 @@ class RemoteExecution:
     job: dg.ReconstructableJob
     run_config: Mapping[str, Any]
     executor: str = "celery"
+    concurrency: int = 1  # runs orchestrated at once (one per worker keeps every worker busy)
 
 
 def up_to_date(
@@ -121,13 +137,26 @@ def run_partitions(
             name="civicsetu-prefetch",
             daemon=True,
         ).start()
+    if remote is not None and remote.concurrency > 1 and len(to_run) > 1:
+        # Runs side by side, so that the workers are kept busy (a run's steps are mostly a
+        # chain): each orchestrated by a process of its own (its pid in its run's tags). Not
+        # threads: setting up a run reconfigures `logging`, and two at once deadlock.
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(remote.concurrency, mp_context=context) as pool:
+            futures = []
+            for index, name, fingerprint in to_run:
+                if before is not None:
+                    before(index, name)
+                futures.append(pool.submit(_run_remote, remote, name, fingerprint))
+            outcomes.extend(future.result() for future in futures)
+        to_run = []
     for index, name, fingerprint in to_run:
         started = time.perf_counter()
         if before is not None:
             before(index, name)
-        tags = {FINGERPRINT_TAG: fingerprint} if fingerprint else {}
+        tags = _run_tags(fingerprint)
         if remote is None:
-            result: dg.ExecuteInProcessResult | dg.ExecuteJobResult = job.execute_in_process(
+            result = job.execute_in_process(
                 partition_key=name,
                 instance=instance,
                 raise_on_error=False,
@@ -136,17 +165,38 @@ def run_partitions(
             )
             outcome = _outcome(instance, name, result, started, "in_process")
         else:
-            with dg.execute_job(
-                remote.job,
-                instance=instance,
-                run_config={**QUIET, **remote.run_config},
-                tags={**tags, "dagster/partition": name},
-                raise_on_error=False,
-            ) as remote_result:
-                outcome = _outcome(instance, name, remote_result, started, remote.executor)
+            outcome = _execute_remote(instance, remote, name, tags, started)
         outcomes.append(outcome)
     order = {name: i for i, name in enumerate(partitions)}
     return sorted(outcomes, key=lambda o: order[o.jurisdiction])
+
+
+def _run_tags(fingerprint: str | None) -> dict[str, str]:
+    return {**process_tags(), **({FINGERPRINT_TAG: fingerprint} if fingerprint else {})}
+
+
+def _execute_remote(
+    instance: dg.DagsterInstance,
+    remote: RemoteExecution,
+    name: str,
+    tags: dict[str, str],
+    started: float,
+) -> PartitionOutcome:
+    with dg.execute_job(
+        remote.job,
+        instance=instance,
+        run_config={**QUIET, **remote.run_config},
+        tags={**tags, "dagster/partition": name},
+        raise_on_error=False,
+    ) as result:
+        return _outcome(instance, name, result, started, remote.executor)
+
+
+def _run_remote(remote: RemoteExecution, name: str, fingerprint: str | None) -> PartitionOutcome:
+    """One partition's run, orchestrated by this (pool) process on the environment's instance."""
+    started = time.perf_counter()
+    with dg.DagsterInstance.get() as instance:
+        return _execute_remote(instance, remote, name, _run_tags(fingerprint), started)
 
 
 def _outcome(
@@ -209,9 +259,46 @@ def run_failure(instance: dg.DagsterInstance, run_id: str) -> str | None:
     return None
 
 
+def process_tags() -> dict[str, str]:
+    """The tags that name this process as the one orchestrating a run."""
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(os.getpid())}
+
+
+def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[tuple[str, str]]:
+    """Mark failed every run still in progress whose orchestrating process ran on this host and
+    is gone (its pid no longer runs, or runs a process started after the run). Returns (run id,
+    why) of each. Runs of other hosts are left to those hosts."""
+    import psutil
+
+    host = socket.gethostname()
+    marked = []
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=list(IN_PROGRESS), tags={HOST_TAG: host})
+    )
+    for record in records:
+        run = record.dagster_run
+        pid = int(run.tags.get(PID_TAG) or 0)
+        if not pid:
+            continue
+        began = record.start_time or record.create_timestamp.timestamp()
+        try:
+            reused = psutil.Process(pid).create_time() > began + 1.0
+        except psutil.Error:
+            reused = False
+        if alive(pid) and not reused:
+            continue
+        why = (f"the process that ran it (pid {pid} on {host}) is gone: killed or crashed "
+               f"while the run was {run.status.value}; marked failed by civicsetu")  # fmt: skip
+        instance.report_run_failed(run, message=why)
+        marked.append((run.run_id, why))
+    return marked
+
+
 def run_job(instance: dg.DagsterInstance, job: dg.JobDefinition) -> dg.ExecuteInProcessResult:
     """Execute an unpartitioned job (e.g. ``answers_job``) through the instance."""
-    return job.execute_in_process(instance=instance, raise_on_error=False, run_config=QUIET)
+    return job.execute_in_process(
+        instance=instance, raise_on_error=False, run_config=QUIET, tags=process_tags()
+    )
 
 
 def open_instance() -> dg.DagsterInstance:

@@ -1,10 +1,11 @@
 """Services this process starts, stopped together: nothing started here outlives it.
 
-A service (``dagster dev``, which starts the webserver, the daemon and their code servers) runs
+A service (``dg dev``, which starts the webserver, the daemon and their code servers; a Celery
+worker; the embedded Redis) runs
 in a session of its own, so a signal meant for the whole of it reaches every process of it and
 nothing else. :func:`run_until_stopped` waits until the service exits or this process receives
 SIGTERM (systemd, ``docker stop``, Kubernetes), SIGINT (Ctrl-C) or SIGHUP (the terminal closed),
-then stops the service: SIGINT first (``dagster dev``'s own graceful shutdown), SIGTERM after
+then stops the service: SIGINT first (``dg dev``'s own graceful shutdown), SIGTERM after
 ``grace`` seconds, SIGKILL after as many again, and finally any process still in the service's
 session (a code server whose parent died first) is killed.
 """
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -88,12 +89,16 @@ def stop_session(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
 
 
 def run_until_stopped(
-    command: Sequence[str], cwd: Path, grace: float = 20.0
+    command: Sequence[str],
+    cwd: Path,
+    grace: float = 20.0,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int, int | None]:
     """Run ``command`` in a session of its own until it exits or this process is asked to stop;
     stop the whole session either way. Returns the service's exit code and the signal that
     stopped this process (None when the service ended on its own)."""
-    process = subprocess.Popen(list(command), cwd=cwd, start_new_session=True)
+    process = subprocess.Popen(list(command), cwd=cwd, start_new_session=True,
+                               env=None if env is None else dict(env))  # fmt: skip
     asked = threading.Event()
     received: list[int] = []
 

@@ -117,19 +117,20 @@ def celery_remote(
     job_module: str = "civicsetu_pipelines.definitions",
     job_fn: str = "ingest_job",
 ) -> RemoteExecution:
-    """The ingest job's runs sent to the Celery workers, after checking that the broker answers
-    and at least one worker listens (else :class:`BrokerError`, naming the broker URL: a run
-    would otherwise wait for ever)."""
+    """The ingest job's runs sent to the Celery workers, as many runs at once as workers answer,
+    after checking that the broker answers and at least one worker listens (else
+    :class:`BrokerError`, naming the broker URL: a run would otherwise wait for ever)."""
     import dagster as dg
 
     url = broker_url(settings)
     if not reachable(url):
         raise BrokerError(f"the Celery broker {redact(url)} cannot be reached")
-    if not ping(url):
+    workers = ping(url)
+    if not workers:
         raise BrokerError(f"no Celery worker answers on {redact(url)}: start them with "
                           "`civicsetu workers start -n 2 --detach`")  # fmt: skip
     return RemoteExecution(dg.build_reconstructable_job(job_module, job_fn),
-                           celery_run_config(url))  # fmt: skip
+                           celery_run_config(url), concurrency=len(workers))  # fmt: skip
 
 
 def worker_name(index: int) -> str:

@@ -316,7 +316,9 @@ def test_dagster_instance_on_postgres_stores_a_run(
     assert home == settings.dagster_home
     assert os.environ[ENV_DAGSTER_HOME] == str(home)
     assert os.environ[ENV_DAGSTER_PG_URL] == dagster_storage_url(pg_url)
-    assert (home / "dagster.yaml").read_bytes() == (REPO_ROOT / "dagster.yaml").read_bytes()
+    assert (home / "dagster.yaml").read_bytes() == (
+        REPO_ROOT / "deploy" / "dagster.yaml"
+    ).read_bytes()
     mtime = (home / "dagster.yaml").stat().st_mtime_ns
     assert prepare_dagster_home(settings) == home
     assert (home / "dagster.yaml").stat().st_mtime_ns == mtime  # unchanged: not rewritten
