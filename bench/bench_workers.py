@@ -35,6 +35,7 @@ import yaml
 from psycopg.conninfo import make_conninfo
 
 from civicsetu_pipelines.base import DEFAULT_MIRROR, load_jurisdictions
+from civicsetu_pipelines.store import embedding_config_from_env, open_embedder
 from civicsetu_pipelines_tests.pdfgen import Heading, Para, Section, write_gazette_pdf
 
 BIN = Path(sys.executable).parent
@@ -120,12 +121,8 @@ def main() -> None:
     for name in ("CIVICSETU_DATABASE_URL", "DAGSTER_HOME", "CIVICSETU_CELERY_BROKER_URL",
                  "CIVICSETU_STATE_DIR"):  # fmt: skip
         base.pop(name, None)
-    # The model extracted and exported once (the `ask` below does both), outside the timings.
-    warm = {**base, "CIVICSETU_STATE_DIR": str(root / "warm")}
-    subprocess.run([str(BIN / "civicsetu"), "ask", "warm up", "--json"], env=warm,
-                   capture_output=True, timeout=600)  # fmt: skip
-    subprocess.run([str(BIN / "civicsetu"), "db", "stop"], env=warm, capture_output=True)
-    shutil.move(root / "warm" / "models", models)
+    # The model extracted and exported once, outside the timings, and linked into every state.
+    open_embedder(embedding_config_from_env(), models).encode(["warm up"])
     print(f"cores {os.cpu_count()}; load average {os.getloadavg()[0]:.2f} at start")
     print(f"{'corpus':<22} {'workers':>7} {'runs':>5} {'steps':>6} {'seconds':>9} "
           f"{'steps/min':>9}")  # fmt: skip
