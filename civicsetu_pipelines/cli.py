@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from civicsetu_pipelines.base import REPO_ROOT, Settings
+from civicsetu_pipelines.base import REPO_ROOT, Settings, process_alive
 
 app = typer.Typer(
     help="CivicSetu: RERA gazettes to a cited legal knowledge base.", no_args_is_help=True
@@ -955,7 +955,7 @@ def _start_detached(settings: Settings, count: int) -> None:
     once every worker answers a ping (or fails with the log's tail)."""
     import time
 
-    from civicsetu_pipelines.operate import alive, log_dir, ping, read_record
+    from civicsetu_pipelines.operate import log_dir, ping, read_record
 
     if read_record(settings) is not None:
         console.print("workers already run: `civicsetu workers status`")
@@ -976,7 +976,7 @@ def _start_detached(settings: Settings, count: int) -> None:
 
                 if len(ping(broker_url(settings), timeout=1.0)) >= count:
                     break
-            if not alive(process.pid) or time.monotonic() > deadline:
+            if not process_alive(process.pid) or time.monotonic() > deadline:
                 tail = log.read_text(errors="replace")[-1500:]
                 console.print(f"[red]the workers did not start; {log}:[/red]\n{tail}")
                 raise typer.Exit(1)
@@ -1002,7 +1002,7 @@ def workers_stop() -> None:
 @workers_app.command("status")
 def workers_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """The supervisor, its workers and which of them answer on the broker."""
-    from civicsetu_pipelines.operate import alive, ping, read_record
+    from civicsetu_pipelines.operate import ping, read_record
 
     settings = Settings.from_env()
     record = read_record(settings)
@@ -1014,7 +1014,7 @@ def workers_status(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
         data.update(supervisor=record.supervisor, broker=record.broker,
                     embedded_broker=record.embedded_broker)  # fmt: skip
         data["workers"] = [
-            {"name": name, "pid": pid, "alive": alive(pid), "answers": name in answering}
+            {"name": name, "pid": pid, "alive": process_alive(pid), "answers": name in answering}
             for name, pid in sorted(record.workers.items())
         ]
     if as_json:

@@ -333,3 +333,29 @@ def corpus_store(
                 )
                 assert result.success, f"materializing {partition} failed"
     return CorpusStore(url, state, packaged_models_dir)
+
+
+def cli_env(state: Path, models_dir: Path | None = None) -> dict[str, str]:
+    """The environment of a ``civicsetu`` command on a state directory of its own: the corpus
+    mirror, offline, no seed states, and none of the caller's database, Dagster home or broker;
+    ``models_dir`` (the packaged model, extracted once) linked in when given."""
+    import os
+
+    from civicsetu_pipelines.base.settings import (
+        DEFAULT_MIRROR,
+        ENV_CELERY_BROKER_URL,
+        ENV_DATABASE_URL,
+        ENV_ENABLE_SEED_STATES,
+        ENV_MIRROR_DIRS,
+        ENV_OFFLINE,
+        ENV_STATE_DIR,
+    )
+
+    env = {**os.environ, ENV_STATE_DIR: str(state), ENV_OFFLINE: "1",
+           ENV_ENABLE_SEED_STATES: "0", ENV_MIRROR_DIRS: str(DEFAULT_MIRROR)}  # fmt: skip
+    for name in (ENV_DATABASE_URL, "DAGSTER_HOME", ENV_CELERY_BROKER_URL):
+        env.pop(name, None)
+    if models_dir is not None:
+        state.mkdir(parents=True, exist_ok=True)
+        (state / "models").symlink_to(models_dir, target_is_directory=True)
+    return env

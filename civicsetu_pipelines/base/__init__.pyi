@@ -24,6 +24,9 @@ from .jurisdictions import (
     load_jurisdictions as load_jurisdictions,
     name_key as name_key,
 )
+from .processes import (
+    process_alive as process_alive,
+)
 from .settings import (
     DATA_DIR as DATA_DIR,
     DEFAULT_MIRROR as DEFAULT_MIRROR,

@@ -33,7 +33,6 @@ from .runs import (
     run_partitions as run_partitions,
 )
 from .services import (
-    alive as alive,
     run_until_stopped as run_until_stopped,
     session_processes as session_processes,
 )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -20,8 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from civicsetu_pipelines.base import ENV_CELERY_BROKER_URL, Settings, env_value
-from civicsetu_pipelines.operate.services import alive
+from civicsetu_pipelines.base import (
+    ENV_CELERY_BROKER_URL,
+    Settings,
+    env_value,
+    process_alive,
+    write_atomic,
+)
 
 START_TIMEOUT_S = 15.0
 
@@ -78,7 +82,7 @@ class EmbeddedRedis:
             info = json.loads(self.record.read_text())
         except (FileNotFoundError, json.JSONDecodeError):
             return None
-        if not alive(int(info["pid"])) or not reachable(info["url"], timeout=0.5):
+        if not process_alive(int(info["pid"])) or not reachable(info["url"], timeout=0.5):
             return None
         return str(info["url"])
 
@@ -115,9 +119,7 @@ class EmbeddedRedis:
                 tail = log.read_text(errors="replace")[-400:] if log.is_file() else ""
                 raise BrokerError(f"redis-server did not start on {url}: {tail.strip()}")
             time.sleep(0.05)
-        tmp = self.record.with_name(f".{self.record.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"pid": process.pid, "url": url}))
-        os.replace(tmp, self.record)
+        write_atomic(self.record, json.dumps({"pid": process.pid, "url": url}).encode())
         return process, url
 
     def forget(self) -> None:

@@ -25,10 +25,10 @@ from civicsetu_pipelines.base import (
     output_settings,
     parse_cache_dir,
     pdf_cache_dir,
+    process_alive,
 )
 from civicsetu_pipelines.ingest import load_registry, prefetch_parses
 from civicsetu_pipelines.operate.freshness import FINGERPRINT_TAG, partition_fingerprint
-from civicsetu_pipelines.operate.services import alive
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 # The host and pid of the process that orchestrates a run this package starts: a run left
@@ -285,7 +285,7 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[tuple[str, str]]:
             reused = psutil.Process(pid).create_time() > began + 1.0
         except psutil.Error:
             reused = False
-        if alive(pid) and not reused:
+        if process_alive(pid) and not reused:
             continue
         why = (f"the process that ran it (pid {pid} on {host}) is gone: killed or crashed "
                f"while the run was {run.status.value}; marked failed by civicsetu")  # fmt: skip

@@ -40,21 +40,6 @@ def session_processes(session_id: int) -> list[int]:
     return pids
 
 
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError, IndexError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
-
-
 @contextlib.contextmanager
 def stop_signals(on_stop: Callable[[int], None]) -> Iterator[None]:
     """Call ``on_stop(signum)`` on SIGTERM, SIGINT or SIGHUP inside the block; the previous

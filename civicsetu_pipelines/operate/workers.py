@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from civicsetu_pipelines.base import ENV_CELERY_BROKER_URL, Settings
+from civicsetu_pipelines.base import ENV_CELERY_BROKER_URL, Settings, process_alive, write_atomic
 from civicsetu_pipelines.operate.broker import (
     BrokerError,
     EmbeddedRedis,
@@ -41,7 +41,7 @@ from civicsetu_pipelines.operate.broker import (
     redact,
 )
 from civicsetu_pipelines.operate.runs import RemoteExecution
-from civicsetu_pipelines.operate.services import alive, stop_session, stop_signals
+from civicsetu_pipelines.operate.services import stop_session, stop_signals
 
 CELERY_APP = "civicsetu_pipelines.operate.celery_app"
 QUEUE = "dagster"  # dagster-celery's queue
@@ -174,15 +174,11 @@ def read_record(settings: Settings) -> WorkerRecord | None:
     except (FileNotFoundError, json.JSONDecodeError):
         return None
     record = WorkerRecord(**data)
-    return record if alive(record.supervisor) else None
+    return record if process_alive(record.supervisor) else None
 
 
 def _write_record(settings: Settings, record: WorkerRecord) -> None:
-    path = record_path(settings)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(asdict(record)))
-    os.replace(tmp, path)
+    write_atomic(record_path(settings), json.dumps(asdict(record)).encode())
 
 
 def serve_workers(
@@ -268,7 +264,7 @@ def stop_workers(settings: Settings, timeout: float = 30.0) -> WorkerRecord | No
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.supervisor, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while alive(record.supervisor):
+    while process_alive(record.supervisor):
         if time.monotonic() > deadline:
             raise TimeoutError(
                 f"the workers' supervisor (pid {record.supervisor}) did not stop within "

@@ -485,6 +485,9 @@ class EmbeddedPostgres:
 
 
 def _pid_exists(pid: int) -> bool:
+    """Whether the kernel still has process ``pid``, a zombie included: what Postgres itself
+    checks before it discards a ``postmaster.pid`` (``base.process_alive`` counts a zombie as
+    gone, which here would leave a lock file that Postgres refuses)."""
     if pid <= 0:
         raise ValueError(f"not a process id: {pid}")  # os.kill would address a process group
     try:

@@ -23,13 +23,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from civicsetu_pipelines.base.settings import (
-    DEFAULT_MIRROR,
-    ENV_ENABLE_SEED_STATES,
-    ENV_MIRROR_DIRS,
-    ENV_OFFLINE,
-    ENV_STATE_DIR,
-)
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines_tests.conftest import cli_env
 
 BIN = Path(sys.executable).parent
 JURISDICTION = "KARNATAKA"
@@ -41,16 +36,10 @@ def env(tmp_path: Path, packaged_models_dir: Path) -> Iterator[dict[str, str]]:
         if os.environ.get("CI"):
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
         pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
-    state = tmp_path / "state"
-    state.mkdir()
-    (state / "models").symlink_to(packaged_models_dir, target_is_directory=True)
-    values = {**os.environ, ENV_STATE_DIR: str(state), ENV_OFFLINE: "1",
-              ENV_ENABLE_SEED_STATES: "0", ENV_MIRROR_DIRS: str(DEFAULT_MIRROR)}  # fmt: skip
-    for name in ("CIVICSETU_DATABASE_URL", "DAGSTER_HOME", "CIVICSETU_CELERY_BROKER_URL"):
-        values.pop(name, None)
+    values = cli_env(tmp_path / "state", packaged_models_dir)
     yield values
     subprocess.run([str(BIN / "civicsetu"), "db", "stop"], env=values, capture_output=True,
-                   timeout=60)  # fmt: skip
+                   timeout=300)  # fmt: skip
 
 
 def _materialize(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

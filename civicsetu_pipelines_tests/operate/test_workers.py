@@ -28,13 +28,8 @@ import psycopg
 import pytest
 from psycopg.conninfo import make_conninfo
 
-from civicsetu_pipelines.base.settings import (
-    DEFAULT_MIRROR,
-    ENV_ENABLE_SEED_STATES,
-    ENV_MIRROR_DIRS,
-    ENV_OFFLINE,
-    ENV_STATE_DIR,
-)
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines_tests.conftest import cli_env
 
 BIN = Path(sys.executable).parent
 STOP_WITHIN_S = 30.0
@@ -43,17 +38,6 @@ pytestmark = pytest.mark.skipif(
     shutil.which("redis-server") is None and not os.environ.get("CI"),
     reason="redis-server is not installed (scripts/setup.sh installs it)",
 )
-
-
-def _env(state: Path, models_dir: Path | None = None) -> dict[str, str]:
-    env = {**os.environ, ENV_STATE_DIR: str(state), ENV_OFFLINE: "1",
-           ENV_ENABLE_SEED_STATES: "0", ENV_MIRROR_DIRS: str(DEFAULT_MIRROR)}  # fmt: skip
-    for name in ("CIVICSETU_DATABASE_URL", "DAGSTER_HOME", "CIVICSETU_CELERY_BROKER_URL"):
-        env.pop(name, None)
-    if models_dir is not None:
-        state.mkdir(parents=True, exist_ok=True)
-        (state / "models").symlink_to(models_dir, target_is_directory=True)
-    return env
 
 
 def _civicsetu(
@@ -104,7 +88,7 @@ def _all_gone(pids: set[int], within: float) -> set[int]:
 
 def test_sigterm_to_workers_start_stops_everything_it_started(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = _env(state)
+    env = cli_env(state)
     log = (tmp_path / "workers.log").open("w")
     proc = subprocess.Popen([str(BIN / "civicsetu"), "workers", "start", "-n", "2"], env=env,
                             stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
@@ -139,7 +123,7 @@ def test_unreachable_broker_is_one_clear_error(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = f"redis://127.0.0.1:{port}/0"  # nothing listens there
-    env = {**_env(tmp_path / "state"), "CIVICSETU_CELERY_BROKER_URL": url}
+    env = {**cli_env(tmp_path / "state"), "CIVICSETU_CELERY_BROKER_URL": url}
     began = time.monotonic()
     done = _civicsetu(env, "materialize", "-j", "KARNATAKA", "--executor", "celery",
                       timeout=120)  # fmt: skip
@@ -179,7 +163,7 @@ def test_celery_materialization_matches_in_process_and_survives_a_killed_worker(
     if not DEFAULT_MIRROR.is_dir():
         pytest.fail(f"corpus missing at {DEFAULT_MIRROR}")
     state = tmp_path / "state"
-    env = _env(state, packaged_models_dir)
+    env = cli_env(state, packaged_models_dir)
     started = _civicsetu(env, "workers", "start", "-n", "2", "--detach", timeout=240)
     assert started.returncode == 0, started.stderr
     names = sorted(w["name"] for w in _status(env)["workers"])
