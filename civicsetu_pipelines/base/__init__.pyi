@@ -26,6 +26,7 @@ from .jurisdictions import (
 )
 from .processes import (
     process_alive as process_alive,
+    process_exists as process_exists,
 )
 from .settings import (
     DATA_DIR as DATA_DIR,

@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 
-def process_alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this host; a zombie (exited, not yet reaped) does not."""
+def process_exists(pid: int) -> bool:
+    """Whether the kernel still has process ``pid``, a zombie (exited, not yet reaped) included:
+    what Postgres itself checks before it discards a ``postmaster.pid``."""
     if pid <= 0:
         raise ValueError(f"not a process id: {pid}")  # os.kill would address a process group
     try:
@@ -17,6 +18,13 @@ def process_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True  # it runs, as another user
+    return True
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this host: it exists and is not a zombie."""
+    if not process_exists(pid):
+        return False
     with contextlib.suppress(OSError, IndexError):
         stat = Path(f"/proc/{pid}/stat").read_text()
         if stat.rsplit(")", 1)[1].split()[0] == "Z":

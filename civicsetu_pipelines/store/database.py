@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from civicsetu_pipelines.base import REPO_ROOT, Settings
+from civicsetu_pipelines.base import REPO_ROOT, Settings, process_exists
 
 log = logging.getLogger(__name__)
 
@@ -204,7 +204,7 @@ class _PidFile:
 
     def alive(self) -> bool:
         pid = abs(self.pid)  # a standalone backend (initdb, --single) writes its pid negated
-        if not _pid_exists(pid):
+        if not process_exists(pid):
             return False
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
@@ -427,9 +427,9 @@ class EmbeddedPostgres:
             return
         pid = abs(info.pid)
         deadline = time.monotonic() + 10.0
-        while _pid_exists(pid) and time.monotonic() < deadline:
+        while process_exists(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if _pid_exists(pid) or info.pid < 0:
+        if process_exists(pid) or info.pid < 0:
             # postgres itself only discards a lock file whose pid is gone and positive
             log.warning("removing stale postmaster.pid: pid %s is not a live postmaster", info.pid)
             (self.data_dir / "postmaster.pid").unlink(missing_ok=True)
@@ -482,21 +482,6 @@ class EmbeddedPostgres:
             self.data_dir,
         )
         return info.uri()
-
-
-def _pid_exists(pid: int) -> bool:
-    """Whether the kernel still has process ``pid``, a zombie included: what Postgres itself
-    checks before it discards a ``postmaster.pid`` (``base.process_alive`` counts a zombie as
-    gone, which here would leave a lock file that Postgres refuses)."""
-    if pid <= 0:
-        raise ValueError(f"not a process id: {pid}")  # os.kill would address a process group
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _can_connect(uri: str) -> bool:
