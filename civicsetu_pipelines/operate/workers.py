@@ -32,7 +32,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from civicsetu_pipelines.base import ENV_CELERY_BROKER_URL, Settings, process_alive, write_atomic
+from civicsetu_pipelines.base import (
+    ENV_CELERY_BROKER_URL,
+    Settings,
+    env_value,
+    process_alive,
+    write_atomic,
+)
 from civicsetu_pipelines.operate.broker import (
     BrokerError,
     EmbeddedRedis,
@@ -86,13 +92,16 @@ def celery_app_args(url: str) -> dict[str, Any]:
 
 def celery_run_config(url: str) -> dict[str, Any]:
     """The run config that sends a run's steps to the workers on ``url`` (the definitions'
-    executor, its ``celery`` mode)."""
+    executor, its ``celery`` mode). A URL from ``CIVICSETU_CELERY_BROKER_URL`` goes in as a
+    reference to the variable, so a password in it is not stored with the run."""
+    from_env = url == env_value(ENV_CELERY_BROKER_URL, "")
+    source: str | dict[str, str] = {"env": ENV_CELERY_BROKER_URL} if from_env else url
     return {
         "execution": {
             "config": {
                 "celery": {
-                    "broker": url,
-                    "backend": url,
+                    "broker": source,
+                    "backend": source,
                     "config_source": celery_settings(),
                 }
             }
@@ -208,7 +217,7 @@ def serve_workers(
     logs.mkdir(parents=True, exist_ok=True)
     with stop_signals(on_stop):
         try:
-            url = os.environ.get(ENV_CELERY_BROKER_URL) or ""
+            url = env_value(ENV_CELERY_BROKER_URL, "")
             if url:
                 if not reachable(url):
                     raise BrokerError(f"the Celery broker {redact(url)} cannot be reached")
