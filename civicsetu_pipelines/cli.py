@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -9,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -926,28 +928,39 @@ def workers_start(
     """Start the embedded Redis (unless CIVICSETU_CELERY_BROKER_URL names a broker) and N Celery
     workers, each running one step at a time. In the foreground until SIGTERM, SIGINT or SIGHUP,
     which stop the workers, the Redis and the Postgres this command started, and exit 0."""
-    from civicsetu_pipelines.operate import prepare_dagster_home, read_record, serve_workers
-    from civicsetu_pipelines.store import EmbeddedPostgres
+    from civicsetu_pipelines.operate import serve_workers
 
     settings = Settings.from_env()
     if detach:
         _start_detached(settings, count)
         return
-    embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
-    was_running = embedded is not None and bool(embedded.status()["running"])
-    prepare_dagster_home(settings)  # the workers' Dagster instance; starts the Postgres if needed
-    if read_record(settings) is not None:
-        console.print("[red]workers already run for this state directory: "
-                      "`civicsetu workers status`[/red]")  # fmt: skip
-        raise typer.Exit(1)
-    try:
+    # The workers' Dagster instance; serve_workers refuses when workers already run here.
+    with _dagster_home_for_service(settings):
         stopped_by = serve_workers(count, settings, say=console.print)
-    finally:
-        if embedded is not None and not was_running:
-            embedded.stop()
-            console.print("embedded Postgres stopped")
     if stopped_by:
         console.print(f"stopped by {signal.Signals(stopped_by).name}")
+
+
+@contextlib.contextmanager
+def _dagster_home_for_service(
+    settings: Settings, keep_db: bool = False
+) -> Iterator[tuple[Path, bool]]:
+    """Prepare the Dagster home for a long-running service (``dev``, ``workers start``), which
+    starts the embedded Postgres when it is not running; on leaving, stop that Postgres if this
+    command started it (and not ``keep_db``). Yields the home and whether the Postgres will be
+    stopped (not when it ran before, with ``keep_db``, or when it is an external one)."""
+    from civicsetu_pipelines.operate import prepare_dagster_home
+    from civicsetu_pipelines.store import EmbeddedPostgres
+
+    embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
+    stop_it = embedded is not None and not embedded.status()["running"] and not keep_db
+    home = prepare_dagster_home(settings)
+    try:
+        yield home, stop_it
+    finally:
+        if stop_it and embedded is not None:
+            embedded.stop()
+            console.print("embedded Postgres stopped")
 
 
 def _start_detached(settings: Settings, count: int) -> None:
@@ -1046,31 +1059,22 @@ def dev(
     """Start the embedded Postgres, the Dagster webserver and the daemon together; Ctrl-C,
     SIGTERM or SIGHUP stops them all and exits 0 (the Postgres only if this command started it,
     and not with --keep-db)."""
-    from civicsetu_pipelines.operate import prepare_dagster_home, run_until_stopped
-    from civicsetu_pipelines.store import EmbeddedPostgres
+    from civicsetu_pipelines.operate import run_until_stopped
 
     settings = Settings.from_env()
-    embedded = None if settings.database_url else EmbeddedPostgres.from_settings(settings)
-    was_running = embedded is not None and bool(embedded.status()["running"])
-    home = prepare_dagster_home(settings)  # starts the embedded Postgres when needed
     # `dg dev`, Dagster's documented entry point, on the dg project of pyproject.toml ([tool.dg]).
     cmd = [_bin("dg"), "dev", "--target-path", str(REPO_ROOT), "--host", host, "--port", str(port)]
-    console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C, SIGTERM or "
-                  "SIGHUP stops both"
-                  + ("" if was_running or keep_db or embedded is None else " and the Postgres")
-                  + ")")  # fmt: skip
-    # The instance is DAGSTER_HOME's (the repository's deploy/dagster.yaml is a template copied
-    # there).
-    # dg dev runs in a session of its own, stopped whole (webserver, daemon, code servers) however
-    # this process is asked to stop. VIRTUAL_ENV: this environment is the project's.
-    try:
+    with _dagster_home_for_service(settings, keep_db) as (home, stops_postgres):
+        console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C, SIGTERM or "
+                      "SIGHUP stops both" + (" and the Postgres" if stops_postgres else "")
+                      + ")")  # fmt: skip
+        # The instance is DAGSTER_HOME's (the repository's deploy/dagster.yaml is a template
+        # copied there). dg dev runs in a session of its own, stopped whole (webserver, daemon,
+        # code servers) however this process is asked to stop. VIRTUAL_ENV: this environment
+        # is the project's.
         code, stopped_by = run_until_stopped(
             cmd, cwd=home, grace=DEV_STOP_GRACE_S, env={**os.environ, "VIRTUAL_ENV": sys.prefix}
         )
-    finally:
-        if embedded is not None and not was_running and not keep_db:
-            embedded.stop()
-            console.print("embedded Postgres stopped")
     if stopped_by is not None:
         console.print(f"stopped by {signal.Signals(stopped_by).name}")
     raise typer.Exit(0 if stopped_by is not None or code == 0 else code)

@@ -47,7 +47,7 @@ from civicsetu_pipelines.operate.broker import (
     redact,
 )
 from civicsetu_pipelines.operate.runs import RemoteExecution
-from civicsetu_pipelines.operate.services import stop_session, stop_signals
+from civicsetu_pipelines.operate.services import stop_session, stop_sessions, stop_signals
 
 CELERY_APP = "civicsetu_pipelines.operate.celery_app"
 QUEUE = "dagster"  # dagster-celery's queue
@@ -248,19 +248,15 @@ def serve_workers(
                         time.sleep(RESTART_BACKOFF_S)
                         start(name)
         finally:
-            for name, process in workers.items():
-                stop_session(process, grace=WORKER_GRACE_S)
-                say(f"worker {name} stopped")
+            stop_sessions(list(workers.values()), grace=WORKER_GRACE_S)  # all at once
+            say(f"worker(s) {', '.join(workers) or 'none'} stopped")
             if redis_process is not None:
                 stop_session(redis_process, grace=5.0)
                 redis.forget()
                 say("embedded Redis stopped")
-            with contextlib.suppress(FileNotFoundError):
-                if (
-                    read_record(settings) is None
-                    or json.loads(record_path(settings).read_text())["supervisor"] == os.getpid()
-                ):
-                    record_path(settings).unlink()
+            current = read_record(settings)  # ours, another's, or a dead supervisor's
+            if current is None or current.supervisor == os.getpid():
+                record_path(settings).unlink(missing_ok=True)
     return received[0] if received else 0
 
 
