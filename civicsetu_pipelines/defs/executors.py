@@ -29,7 +29,7 @@ MODES: dict[str, dg.ExecutorDefinition] = {
     config_schema=dg.Field(
         dg.Selector(
             {mode: definition.config_schema.as_field() for mode, definition in MODES.items()}
-        ),  # fmt: skip
+        ),
         default_value={"multiprocess": {}},
     ),
     requirements=dg.multiple_process_executor_requirements(),
