@@ -359,6 +359,10 @@ _INTENT_PATTERNS: dict[str, re.Pattern[str]] = {
         r"\bdefin(?:e|ed|es|ition|itions)\b",
         r"\bstands?\s+for\b",
         r"\binterpret",
+        # whether something falls within a term: "do web portals count as real estate agents?"
+        r"\b(?:counts?|counted|qualif(?:y|ies|ied)|treated|regarded)\s+as\b",
+        r"\bconsidered\s+(?:as|to\s+be)\b",
+        r"\b(?:falls?|comes?)\s+(?:within|under)\s+the\s+(?:definition|meaning)\b",
         r"^\W*(?:what|who)\s+(?:is|are|'s)\s+(?:an?\s+|the\s+)?(?:[\w'\"()-]+\s+){0,3}"
         r"[\w'\"()-]+\W*$",
     ),

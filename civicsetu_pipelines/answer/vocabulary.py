@@ -67,6 +67,7 @@ class Entry(BaseModel):
 
     lay: tuple[str, ...] = Field(min_length=1)
     legal: tuple[str, ...] = Field(min_length=1)
+    anchor: bool = False  # a party or the property, not a matter the statute regulates
     source: str = Field(min_length=10)
 
 
@@ -96,6 +97,12 @@ class Vocabulary:
         """The legal terms for one lay word or phrase (by its stems), or ()."""
         entry = self._by_stems.get(tuple(stem_words(term)))
         return entry.legal if entry else ()
+
+    def names_a_matter(self, term: str) -> bool:
+        """Whether a lay term names a matter the statute regulates (delay, refund, cracks), not
+        only a party or the property (builder, flat: entries marked ``anchor``)."""
+        entry = self._by_stems.get(tuple(stem_words(term)))
+        return entry is not None and not entry.anchor
 
     def read(self, text: str) -> Reading:
         """The lay terms of ``text`` (longest phrase first, no overlaps), their legal terms and

@@ -46,6 +46,8 @@ OUT_OF_SCOPE = [
     "Who won the cricket world cup in 2011?",
     "What is the punishment for murder under the Indian Penal Code?",
     "Explain quantum entanglement",
+    # a word for the property alone (flat) names no matter the Act regulates
+    "Which bank gives the cheapest home loan for a flat?",
 ]
 
 
@@ -179,6 +181,44 @@ def test_out_of_scope_questions_are_refused(engine: QueryEngine, question: str) 
     assert result["status"] == "refused", result["answer"]
     assert result["refusal_reason"] in {"out_of_scope", "no_relevant_data"}
     assert result["citations"] == [] and result["confidence"] is None
+
+
+@pytest.mark.parametrize(
+    ("question", "law"),
+    [
+        ("How much TDS do I have to deduct when I pay my builder for a flat?", "Income-tax Act"),
+        ("Can my landlord keep my security deposit when I vacate the flat I rent?", "tenancy"),
+    ],
+)
+def test_a_question_of_another_law_is_refused_naming_it(
+    engine: QueryEngine, question: str, law: str
+) -> None:
+    """data/other_laws.yaml: the corpus's nearest units mention a flat and a builder, but the
+    question is one of tax or tenancy, which no stored document governs."""
+    result = engine.answer(question)
+    assert (result["status"], result["refusal_reason"]) == ("refused", "out_of_scope")
+    assert law in result["answer"] and result["citations"] == []
+
+
+def test_a_buyers_story_is_answered_from_the_provision_that_governs_it(engine: QueryEngine) -> None:
+    """A long question in a buyer's own words, with words the corpus never uses (plaster,
+    ceiling), is farther from every unit than a question in the statute's words; it is still in
+    the statute's domain and answered from Section 14(3) (defects within five years)."""
+    result = engine.answer(
+        "Five years after we moved in, the ceiling of our flat is leaking and plaster keeps "
+        "falling off. The developer refuses to repair it. What can we do?"
+    )
+    assert result["status"] == "answered", result["answer"]
+    assert result["citations"][0]["label"].startswith("Section 14"), result["citations"][0]
+
+
+def test_a_state_question_its_documents_do_not_cover_is_refused(engine: QueryEngine) -> None:
+    """The Karnataka documents stored say nothing of agents' registration; their short title
+    and preamble match the question only on "Karnataka" and "real estate", which is no answer,
+    and the Act's section 9 does not fix Karnataka's period either."""
+    result = engine.answer("How long is a real estate agent's registration valid in Karnataka?")
+    assert (result["status"], result["refusal_reason"]) == ("refused", "no_relevant_data")
+    assert "KARNATAKA" in result["answer"] and result["related"]
 
 
 def test_places_outside_the_corpus_are_out_of_scope(engine: QueryEngine) -> None:

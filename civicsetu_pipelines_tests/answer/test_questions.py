@@ -777,6 +777,8 @@ def test_city_index_rule(caplog: pytest.LogCaptureFixture) -> None:
         ("What is the meaning of allottee under the Act?", {"definition"}),
         ("Define 'garage' under the Act", {"definition"}),
         ("Who is a real estate agent?", {"definition"}),
+        ("Do web portals that sell flats count as real estate agents?", {"definition"}),
+        ("Is a garage considered to be part of the apartment?", {"definition"}),
         ("Compare the interest rate in Gujarat versus Chandigarh", {"comparison"}),
         ("Gujarat vs Chandigarh interest rate", {"comparison"}),
         (

@@ -15,6 +15,7 @@ from civicsetu_pipelines.answer.citations import quote_in
 from civicsetu_pipelines.answer.compose import (
     ANSWER_DISTANCE,
     DISCLAIMER,
+    DOMAIN_DISTANCE,
     MAX_QUOTE_CHARS,
     MAX_QUOTES,
     NEAR_DISTANCE,
@@ -680,15 +681,41 @@ def test_verdict_a_little_farther_answers_with_high_overlap() -> None:
 
 
 def test_verdict_a_little_farther_needs_more_than_two_thirds_and_no_unknown_words() -> None:
-    query = ask("Can the allottee get a refund with interest?")
+    query = ask("Is the allottee entitled to interest?")  # the statute's words only
+    assert not query.lay_terms
     between = (ANSWER_DISTANCE + NEAR_DISTANCE) / 2
-    two_of_three = [cand("a", distance=between, ranks={"fulltext": 1}, text="refund, interest")]
+    two_of_three = [cand("a", distance=between, ranks={"fulltext": 1}, text="allottee, interest")]
     assert _reason(query, two_of_three) == "no_relevant_data"
     full = [cand("a", distance=between, ranks={"fulltext": 1}, text=REFUND_TEXT)]
     verdict = evidence_verdict(query, full, lambda _t: ["allottee"])
     assert verdict is not None and verdict[0] == "out_of_scope"
     beyond = [cand("a", distance=NEAR_DISTANCE + 0.01, ranks={"fulltext": 1}, text=REFUND_TEXT)]
     assert _reason(query, beyond) == "no_relevant_data"
+
+
+def test_verdict_a_buyers_words_answer_up_to_the_domain_distance() -> None:
+    """A question the vocabulary reads a lay term for a matter in (delayed) is in the statute's
+    domain: answered up to DOMAIN_DISTANCE even when no unit shares its words, unless most of its
+    words occur nowhere in the corpus; the same distance refuses a question in the statute's
+    words, and one whose only lay word names the property."""
+    query = ask("My builder delayed the flat, do I get interest?")
+    assert query.lay_terms
+    at = [cand("a", distance=DOMAIN_DISTANCE, ranks={"vector": 1, "fulltext": 1}, text="x")]
+    assert evidence_verdict(query, at, lambda _t: ["interest"]) is None
+    beyond = [cand("a", distance=DOMAIN_DISTANCE + 0.01, ranks={"vector": 1, "fulltext": 1},
+                   text="x")]  # fmt: skip
+    assert _reason(query, beyond) == "no_relevant_data"
+    story = ask("My builder's feng shui astrologer delayed the keys to an auspicious date")
+    assert story.lay_terms
+    unknown = ["feng", "shui", "astrologer", "auspicious"]
+    mostly_unknown = evidence_verdict(story, at, lambda _t: unknown)
+    assert mostly_unknown is not None and mostly_unknown[0] == "out_of_scope"
+    legal = ask("Is the allottee entitled to interest?")
+    assert _reason(legal, at) == "no_relevant_data"
+    # words for a party and the property alone (flat) name no matter the statute regulates
+    loan = ask("Which bank gives the cheapest home loan for a flat?")
+    assert loan.lay_terms == ("home", "flat")
+    assert _reason(loan, at) == "no_relevant_data"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -81,3 +81,10 @@ def test_a_bad_vocabulary_file_is_refused_naming_it(tmp_path: Path) -> None:
     bad.write_text("terms: []\n", "utf-8")
     with pytest.raises(ValueError, match="schema_version"):
         load_vocabulary.__wrapped__(bad)
+
+
+def test_anchors_name_parties_and_the_property_not_matters() -> None:
+    vocabulary = load_vocabulary()
+    assert not vocabulary.names_a_matter("builder") and not vocabulary.names_a_matter("flats")
+    assert vocabulary.names_a_matter("delayed") and vocabulary.names_a_matter("money back")
+    assert not vocabulary.names_a_matter("weather")  # not in the vocabulary at all
