@@ -310,6 +310,15 @@ def _bin(name: str) -> str:
     return os.path.join(os.path.dirname(sys.executable), name)
 
 
+def _require_materialized() -> None:
+    """``StoreNotReady`` (one line from :func:`main`) before a question loads the model for a
+    store nothing was materialized into."""
+    from civicsetu_pipelines.store import connect, ensure_serving, resolve_database_url
+
+    with connect(resolve_database_url(Settings.from_env())) as conn:
+        ensure_serving(conn)
+
+
 def _note_model_export() -> None:
     """Say so when this command's first question will export the model to ONNX (once)."""
     from civicsetu_pipelines.store import embedding_config_from_env, export_pending
@@ -340,6 +349,7 @@ def ask(
     reason. Exit 0 for an answer or a refusal, 2 for bad input."""
     from civicsetu_pipelines.answer import QuestionError, answer
 
+    _require_materialized()
     _note_model_export()
     try:
         result = answer(question, jurisdictions=jurisdiction, as_of=as_of, top_k=top_k)
@@ -420,6 +430,7 @@ def eval_command(
         console.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     url = resolve_database_url(Settings.from_env())
+    _require_materialized()
     _note_model_export()
     with (
         console.status(f"answering {len(questions)} golden questions ..."),
@@ -1083,18 +1094,18 @@ def dev(
 def main() -> None:
     """The console entry point: expected failures print one clear line and exit 1, never a
     stack trace (bad registry, a document error, a migration edited after it was applied, a
-    database that cannot be reached)."""
+    database that cannot be reached, a question asked of a store nothing was materialized into)."""
     import psycopg
 
     from civicsetu_pipelines.base import DocumentError
     from civicsetu_pipelines.ingest import RegistryError
     from civicsetu_pipelines.operate import BrokerError
-    from civicsetu_pipelines.store import MigrationChecksumError
+    from civicsetu_pipelines.store import MigrationChecksumError, StoreNotReady
 
     try:
         app()
     except (
-        RegistryError, DocumentError, MigrationChecksumError, BrokerError,
+        RegistryError, DocumentError, MigrationChecksumError, BrokerError, StoreNotReady,
         psycopg.OperationalError,
     ) as exc:  # fmt: skip
         console.print(f"[red]{type(exc).__name__}: {exc}[/red]")

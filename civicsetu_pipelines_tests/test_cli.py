@@ -190,6 +190,27 @@ def test_expected_failures_print_one_line_not_a_traceback(
     assert "Traceback" not in result.stderr + result.stdout
 
 
+def test_a_question_before_anything_is_materialized_is_one_clear_line(
+    cli_env: dict[str, str], pg_url: str
+) -> None:
+    """A database never migrated, then migrated but empty: `ask` and `eval` say what to run,
+    exit 1, and load no model for nothing."""
+    from civicsetu_pipelines.store.database import apply_migrations, ensure_database, with_database
+
+    ensure_database(pg_url, "never_materialized")
+    url = with_database(pg_url, "never_materialized")
+    env = {**cli_env, "CIVICSETU_DATABASE_URL": url}
+    for migrated in (False, True):
+        if migrated:
+            apply_migrations(url)
+        for args in (["ask", "What does Section 18 say?"], ["eval"]):
+            result = _run(args, env)
+            said = " ".join((result.stdout + result.stderr).split())  # as the terminal wraps
+            assert result.returncode == 1, said
+            assert "StoreNotReady" in said and "civicsetu materialize" in said, said
+            assert "Traceback" not in said and "ONNX" not in said, said
+
+
 # Libraries a question never needs: each costs a cold process seconds or tens of MiB.
 HEAVY_MODULES = (
     "torch", "transformers", "sentence_transformers", "sklearn", "pandas", "matplotlib",

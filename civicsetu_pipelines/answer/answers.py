@@ -50,7 +50,7 @@ from civicsetu_pipelines.answer.questions import (
 from civicsetu_pipelines.answer.ranking import Reranker, make_reranker
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.store import connect
+from civicsetu_pipelines.store import connect, ensure_serving
 
 log = logging.getLogger("civicsetu.answers")
 
@@ -73,6 +73,11 @@ class QueryEngine:
     ) -> None:
         self.settings = settings or AnswerSettings()
         self._conn = connect(database_url, autocommit=True)
+        try:
+            ensure_serving(self._conn)  # StoreNotReady, saying what to run, on an empty store
+        except BaseException:
+            self._conn.close()
+            raise
         self._embed_query = embed_query
         self._lock = threading.Lock()
         self.reranker: Reranker = make_reranker(self.settings.cross_encoder)
@@ -201,7 +206,8 @@ def answer(
     """Answer a question from the materialized stores (see :meth:`QueryEngine.answer`).
 
     The embedded Postgres (or ``CIVICSETU_DATABASE_URL``) and the configured embedding model
-    are used; the model is loaded once per process.
+    are used; the model is loaded once per process. A store nothing was materialized into
+    raises ``StoreNotReady``, saying what to run.
     """
     from civicsetu_pipelines.base import Settings
     from civicsetu_pipelines.store import resolve_database_url
@@ -211,6 +217,8 @@ def answer(
     with _ENGINES_LOCK:
         engine = _ENGINES.get((url, settings))
         if engine is None:
+            with connect(url) as conn:
+                ensure_serving(conn)  # before a model is loaded for an empty store
             engine = QueryEngine(url, default_query_embedder(), settings)
             _ENGINES[(url, settings)] = engine
     return engine.answer(question, jurisdictions=jurisdictions, as_of=as_of, top_k=top_k)

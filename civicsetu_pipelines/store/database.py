@@ -82,6 +82,10 @@ class MigrationChecksumError(MigrationError):
     """An already-applied migration file was edited afterwards."""
 
 
+class StoreNotReady(DatabaseError):
+    """The database holds no materialized units to answer from (never migrated, or empty)."""
+
+
 # --------------------------------------------------------------------------------------------
 # URLs and connections
 # --------------------------------------------------------------------------------------------

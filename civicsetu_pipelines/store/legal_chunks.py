@@ -32,6 +32,8 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
+from civicsetu_pipelines.store.database import StoreNotReady
+
 HNSW_INDEX = "legal_chunks_embedding_hnsw"
 
 CHUNK_FIELDS = (
@@ -78,6 +80,30 @@ def row_sha256(chunk: dict[str, Any]) -> str:
 def prepare(conn: psycopg.Connection[Any]) -> None:
     """Register the pgvector type adapters on a connection."""
     register_vector(conn)
+
+
+def ensure_serving(conn: psycopg.Connection[Any]) -> int:
+    """The number of current units of the serving table; :class:`StoreNotReady`, saying what
+    to run, when the database was never migrated or nothing was materialized into it."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT to_regclass('legal_chunks') IS NOT NULL "
+            "AND EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')"
+        )
+        row = cur.fetchone()
+        if not (row and row[0]):
+            raise StoreNotReady(
+                "the database has no serving table yet: run `civicsetu materialize` first"
+            )
+        cur.execute("SELECT count(*) FROM legal_chunks WHERE status = 'current'")
+        count = cur.fetchone()
+    current = int(count[0]) if count else 0
+    if current == 0:
+        raise StoreNotReady(
+            "nothing is materialized yet (no current units in the serving table): run "
+            "`civicsetu materialize` first"
+        )
+    return current
 
 
 # ---------------------------------------------------------------------------------------------
