@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from civicsetu_pipelines.answer.vocabulary import stem_words
+from civicsetu_pipelines.answer.vocabulary import PhraseIndex, stem_words
 from civicsetu_pipelines.base import DATA_DIR, read_data_entries
 
 OTHER_LAWS_YAML = DATA_DIR / "other_laws.yaml"
@@ -37,31 +37,16 @@ class OtherLaws:
 
     def __init__(self, entries: Iterable[OtherLaw]) -> None:
         self.entries = tuple(entries)
-        self._by_stems: dict[tuple[str, ...], OtherLaw] = {}
-        for entry in self.entries:
-            for phrase in entry.phrases:
-                key = tuple(stem_words(phrase))
-                if key:
-                    self._by_stems.setdefault(key, entry)
-        self._longest = max((len(k) for k in self._by_stems), default=0)
+        self._index = PhraseIndex((p, law) for law in self.entries for p in law.phrases)
 
     def subject_of(self, text: str) -> OtherLaw | None:
         """The first subject ``text`` names (the longest phrase at the earliest word)."""
-        keys = stem_words(text)
-        for i in range(len(keys)):
-            for size in range(min(self._longest, len(keys) - i), 0, -1):
-                law = self._by_stems.get(tuple(keys[i : i + size]))
-                if law is not None:
-                    return law
-        return None
+        found = self._index.scan(stem_words(text))
+        return found[0][2] if found else None
 
     def speaks_of(self, text: str, law: OtherLaw) -> bool:
         """Whether ``text`` names ``law``'s subject with any of its phrases."""
-        keys = stem_words(text)
-        wanted = {tuple(stem_words(p)) for p in law.phrases} - {()}
-        return any(
-            tuple(keys[i : i + len(w)]) == w for w in wanted for i in range(len(keys) - len(w) + 1)
-        )
+        return any(named is law for _, _, named in self._index.scan(stem_words(text)))
 
 
 @cache

@@ -17,10 +17,11 @@ Pure domain code (no Dagster, no database), on the query hot path.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from typing import Generic, TypeVar
 
 import Stemmer
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from civicsetu_pipelines.base import DATA_DIR, read_data_entries
 
 VOCABULARY_YAML = DATA_DIR / "vocabulary.yaml"
+T = TypeVar("T")
 _WORD = re.compile(r"[a-z0-9]+")
 _STEMMER = Stemmer.Stemmer("english")
 
@@ -80,46 +82,61 @@ class Reading:
     rewrite: str | None  # the question in the statute's words; None when nothing matched
 
 
+class PhraseIndex(Generic[T]):
+    """Words and phrases indexed by their stems, each with a value (the first of a phrase
+    wins); :meth:`scan` finds them in a text's stems, longest phrase first, without overlaps."""
+
+    def __init__(self, pairs: Iterable[tuple[str, T]]) -> None:
+        self._by_stems: dict[tuple[str, ...], T] = {}
+        for phrase, value in pairs:
+            key = tuple(stem_words(phrase))
+            if key:
+                self._by_stems.setdefault(key, value)
+        self._longest = max((len(k) for k in self._by_stems), default=0)
+
+    def get(self, phrase: str) -> T | None:
+        """The value of one word or phrase (by its stems), or None."""
+        return self._by_stems.get(tuple(stem_words(phrase)))
+
+    def scan(self, keys: Sequence[str]) -> list[tuple[int, int, T]]:
+        """(first word, last word + 1, value) of each phrase found in the stems ``keys``."""
+        found: list[tuple[int, int, T]] = []
+        i = 0
+        while i < len(keys):
+            for size in range(min(self._longest, len(keys) - i), 0, -1):
+                value = self._by_stems.get(tuple(keys[i : i + size]))
+                if value is not None:
+                    found.append((i, i + size, value))
+                    i += size
+                    break
+            else:
+                i += 1
+        return found
+
+
 class Vocabulary:
     """The lay-to-legal vocabulary, indexed by the stems of its lay terms."""
 
     def __init__(self, entries: Iterable[Entry]) -> None:
         self.entries = tuple(entries)
-        self._by_stems: dict[tuple[str, ...], Entry] = {}
-        for entry in self.entries:
-            for lay in entry.lay:
-                key = tuple(stem_words(lay))
-                if key and key not in self._by_stems:
-                    self._by_stems[key] = entry
-        self._longest = max((len(k) for k in self._by_stems), default=0)
+        self._index = PhraseIndex((lay, e) for e in self.entries for lay in e.lay)
 
     def legal_for(self, term: str) -> tuple[str, ...]:
         """The legal terms for one lay word or phrase (by its stems), or ()."""
-        entry = self._by_stems.get(tuple(stem_words(term)))
+        entry = self._index.get(term)
         return entry.legal if entry else ()
 
     def names_a_matter(self, term: str) -> bool:
         """Whether a lay term names a matter the statute regulates (delay, refund, cracks), not
         only a party or the property (builder, flat: entries marked ``anchor``)."""
-        entry = self._by_stems.get(tuple(stem_words(term)))
+        entry = self._index.get(term)
         return entry is not None and not entry.anchor
 
     def read(self, text: str) -> Reading:
         """The lay terms of ``text`` (longest phrase first, no overlaps), their legal terms and
         the question rewritten with each lay term replaced by its first legal term."""
         words = list(_WORD.finditer(text.lower()))
-        keys = [stem(m.group()) for m in words]
-        matched: list[tuple[int, int, Entry]] = []  # (first word, last word + 1, entry)
-        i = 0
-        while i < len(words):
-            for size in range(min(self._longest, len(words) - i), 0, -1):
-                entry = self._by_stems.get(tuple(keys[i : i + size]))
-                if entry is not None:
-                    matched.append((i, i + size, entry))
-                    i += size
-                    break
-            else:
-                i += 1
+        matched = self._index.scan([stem(m.group()) for m in words])
         if not matched:
             return Reading((), (), None)
         legal: dict[str, None] = {}
