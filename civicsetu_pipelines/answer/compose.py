@@ -49,6 +49,7 @@ NEAR_OVERLAP = 0.67
 # farthest answerable question of the dev half of the golden set was at 0.595, the nearest
 # one to refuse that no other check catches at 0.796 (issue 15, BENCHMARKS.md).
 DOMAIN_DISTANCE = 0.62
+STATE_EVIDENCE_UNITS = 5  # a state question's own evidence is among this many best units
 THIN_OVERLAP = 0.34  # below this share of terms, confidence is low
 MAX_QUOTES = 4
 QUOTES_PER_UNIT = 2
@@ -450,13 +451,15 @@ def state_verdict(
     """A question about one state is not answered from another jurisdiction's text, nor from a
     unit of its own that matches it only on the document's name ("Karnataka", "real estate",
     "rules": the short title or preamble of the state's rules, which say nothing of the matter
-    asked): refused, with what was found as related."""
+    asked): refused, with what was found as related. The state's unit must be among the first
+    STATE_EVIDENCE_UNITS, whatever top-k was asked (a tenth unit is never quoted, and the
+    verdict must not change with top-k)."""
     states = [j for j in query.jurisdictions if j != ACT_JURISDICTION and j in stored]
     if len(states) != 1 or query.references or "comparison" in query.intents:
         return None
     terms = scoring_terms(query)
     if any(c.row["jurisdiction"] == states[0] and speaks_beyond_its_name(terms, c.row)
-           for c in ranked):  # fmt: skip
+           for c in ranked[:STATE_EVIDENCE_UNITS]):  # fmt: skip
         return None
     return ("no_relevant_data", f"The stored documents of {states[0]} do not cover this; the "
             "closest provisions are listed as related.")  # fmt: skip

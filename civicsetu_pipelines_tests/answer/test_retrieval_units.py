@@ -26,6 +26,7 @@ from civicsetu_pipelines.answer.compose import (
     min_confidence,
     refusal,
     render_answer,
+    state_verdict,
 )
 from civicsetu_pipelines.answer.questions import Query, understand
 from civicsetu_pipelines.answer.ranking import (
@@ -716,6 +717,24 @@ def test_verdict_a_buyers_words_answer_up_to_the_domain_distance() -> None:
     loan = ask("Which bank gives the cheapest home loan for a flat?")
     assert loan.lay_terms == ("home", "flat")
     assert _reason(loan, at) == "no_relevant_data"
+
+
+def test_state_verdict_wants_the_states_own_evidence_among_the_best_units() -> None:
+    """Whatever top-k was asked: a Karnataka unit that speaks of the matter but ranks sixth is
+    never quoted, so it does not save a Karnataka question answered from the Act."""
+    query = ask("How long is a real estate agent's registration valid in Karnataka?")
+    stored = ["CENTRAL", "KARNATAKA"]
+    act = [cand(f"act{i}", text="registration of real estate agents") for i in range(5)]
+    name = "Karnataka Real Estate (Regulation and Development) Rules, 2017"
+    state = {"jurisdiction": "KARNATAKA", "document": "karnataka_rules", "document_title": name}
+    agents = cand("ka", text="The registration of an agent is valid for five years.", **state)
+    short_title = cand("ka1", text=f"These rules may be called the {name}.", **state)
+    assert state_verdict(query, [agents, *act], stored) is None
+    assert state_verdict(query, [*act[:4], agents, act[4]], stored) is None  # fifth
+    sixth = state_verdict(query, [*act, agents], stored)
+    assert sixth is not None and sixth[0] == "no_relevant_data" and "KARNATAKA" in sixth[1]
+    named_only = state_verdict(query, [short_title, *act], stored)
+    assert named_only is not None and named_only[0] == "no_relevant_data"
 
 
 # ---------------------------------------------------------------------------------------------
