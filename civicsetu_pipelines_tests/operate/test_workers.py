@@ -148,10 +148,11 @@ def _rows(url: str) -> set[tuple[str, str, str, str]]:
 
 
 def _step_starts(url: str, step: str) -> list[tuple[str, int]]:
-    """(run id, pid) of every STEP_START of ``step`` in Dagster's event log."""
+    """(run id, pid) of every STEP_START of ``step`` in Dagster's event log, oldest first."""
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT run_id, event FROM event_logs WHERE dagster_event_type = %s AND step_key = %s",
+            "SELECT run_id, event FROM event_logs WHERE dagster_event_type = %s AND step_key = %s "
+            "ORDER BY id",
             ("STEP_START", step),
         ).fetchall()
     return [(str(run), int(json.loads(event)["dagster_event"]["pid"])) for run, event in rows]
@@ -198,7 +199,7 @@ def test_celery_materialization_matches_in_process_and_survives_a_killed_worker(
         # the killed step ran again in the same run, on a live process, and the run completed
         again = [pid for run_id, pid in _step_starts(dagster_db, "chunk_embeddings")
                  if run_id == killed[0]]  # fmt: skip
-        assert len(again) == 2 and again[1] != killed[1], again
+        assert len(again) == 2 and again[0] == killed[1] and again[1] != killed[1], again
         assert _rows(db) == _rows(corpus_store.database_url)
     finally:
         stopped = _civicsetu(env, "workers", "stop", timeout=STOP_WITHIN_S + 30)
