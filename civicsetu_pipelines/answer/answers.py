@@ -216,9 +216,7 @@ def answer(
     settings = settings or settings_from_env()
     with _ENGINES_LOCK:
         engine = _ENGINES.get((url, settings))
-        if engine is None:
-            with connect(url) as conn:
-                ensure_serving(conn)  # before a model is loaded for an empty store
+        if engine is None:  # the embedder loads on first use: an empty store fails first
             engine = QueryEngine(url, default_query_embedder(), settings)
             _ENGINES[(url, settings)] = engine
     return engine.answer(question, jurisdictions=jurisdictions, as_of=as_of, top_k=top_k)

@@ -434,8 +434,8 @@ def evidence_verdict(
     unknown = [t for t in unknown_terms(query.terms) if not vocabulary.legal_for(t)]
     if nearest <= NEAR_DISTANCE and best_overlap >= NEAR_OVERLAP and not unknown:
         return None
-    matters = [t for t in query.lay_terms if vocabulary.names_a_matter(t)]
-    if matters and nearest <= DOMAIN_DISTANCE and len(unknown) < len(query.terms) / 2:
+    in_domain = any(vocabulary.names_a_matter(t) for t in query.lay_terms)
+    if in_domain and nearest <= DOMAIN_DISTANCE and len(unknown) < len(query.terms) / 2:
         return None
     if unknown or not any("fulltext" in c.ranks for c in ranked):
         words = f" ({', '.join(unknown)} occur nowhere in it)" if unknown else ""
@@ -471,7 +471,11 @@ def speaks_beyond_its_name(terms: Sequence[str], row: Mapping[str, Any]) -> bool
     document, so they say nothing of what the unit is about)."""
     name = stems(str(row.get("document_title") or ""))
     beyond = [t for t in terms if not set(content_stems(t)) <= name]
-    return term_overlap(beyond, f"{row.get('title') or ''} {row.get('text') or ''}") > 0
+    return term_overlap(beyond, _heading_and_text(row)) > 0
+
+
+def _heading_and_text(row: Mapping[str, Any]) -> str:
+    return f"{row.get('title') or ''} {row.get('text') or ''}"
 
 
 def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, str] | None:
@@ -482,8 +486,7 @@ def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, st
     law = laws.subject_of(query.text)
     if law is None or query.references:
         return None
-    if any(laws.speaks_of(f"{c.row.get('title') or ''} {c.row.get('text') or ''}", law)
-           for c in ranked[:3]):  # fmt: skip
+    if any(laws.speaks_of(_heading_and_text(c.row), law) for c in ranked[:3]):
         return None
     return ("out_of_scope", f"This is a question of {law.subject}, which {law.governed_by} "
             "governs; the stored corpus holds the RERA Act, 2016 and the rules, regulations, "
