@@ -13,7 +13,8 @@ source weights' sha256 (the pinned one of a packaged model; the files' own for a
 hub model), the model id, the dimension and :data:`EXPORT_VERSION`: other weights or another
 export recipe make another folder, never a stale hit. An export is written to a temporary
 folder, checked against the torch runtime on :data:`PROBES` (cosine >= :data:`MIN_COSINE` for
-every probe, else nothing is installed), then moved into place in one rename. Every file's
+every probe, else nothing is installed), then moved into place in one rename, and the same
+model's superseded folders are deleted (:func:`remove_superseded_exports`). Every file's
 sha256 is checked against ``meta.json`` when first loaded and whenever the files change on disk
 (:func:`verify_export`): a corrupt export is an error naming the folder to delete, never wrong
 vectors.
@@ -245,6 +246,30 @@ def export_onnx(config: EmbeddingConfig, models_dir: Path, target: Path) -> None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     log.info("exported %s to ONNX in %.1f s", config.model, time.perf_counter() - started)
+    for folder in remove_superseded_exports(target):
+        log.info("removed the superseded ONNX export %s", folder)
+
+
+def remove_superseded_exports(current: Path, abandoned_after: float = 3600.0) -> list[Path]:
+    """Delete what an export in ``current``'s folder leaves behind: exports of the same model
+    under another fingerprint (older weights or an older recipe: ~90 MB each, never read again),
+    and temporary ``.export-*`` folders of exports killed more than ``abandoned_after`` seconds
+    ago. Other models' exports stay (a user may switch back), and so does an export in progress.
+    A process still running a removed export keeps its open files; a later one exports again.
+    Returns the folders removed."""
+    name, _, _ = current.name.rpartition("-")
+    sibling = re.compile(re.escape(name) + r"-[0-9a-f]{16}")
+    removed = []
+    for folder in current.parent.iterdir():
+        if not folder.is_dir() or folder == current:
+            continue
+        stale = folder.name.startswith(".export-") and (
+            time.time() - folder.stat().st_mtime > abandoned_after
+        )
+        if stale or sibling.fullmatch(folder.name):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 def _eager_model(source: Embedder) -> Any:

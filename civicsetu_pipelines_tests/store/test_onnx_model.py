@@ -5,7 +5,9 @@ and refused when its files are damaged."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -141,16 +143,36 @@ def test_a_damaged_export_is_refused_naming_the_folder(
 
 def test_a_missing_export_is_made_on_first_use(packaged_models_dir: Path, tmp_path: Path) -> None:
     """A fresh models dir (the packaged weights linked in): the first ONNX use exports, checks
-    and installs the model; the export matches the session's."""
+    and installs the model; the export matches the session's. It removes the same model's
+    superseded exports and an export killed long ago, and keeps another model's export and an
+    export in progress."""
     models = tmp_path / "models"
     models.mkdir()
     for entry in packaged_models_dir.iterdir():
         if entry.name != "onnx":
             (models / entry.name).symlink_to(entry, target_is_directory=entry.is_dir())
+    folder = export_dir(EmbeddingConfig(), models)
+    name = folder.name.rpartition("-")[0]
+    left = {
+        "superseded": folder.parent / f"{name}-0123456789abcdef",
+        "killed": folder.parent / ".export-killed",
+        "other model": folder.parent / "all-mpnet-base-v2-0123456789abcdef",
+        "in progress": folder.parent / ".export-running",
+        "same prefix, other model": folder.parent / f"{name}-legal-0123456789abcdef",
+    }
+    for path in left.values():
+        path.mkdir(parents=True)
+        (path / "model.onnx").write_bytes(b"old")
+    long_ago = time.time() - 2 * 3600
+    os.utime(left["killed"], (long_ago, long_ago))
     embedder = OnnxEmbedder(EmbeddingConfig(), models, threads=1)
     vector = embedder.embed_query("refund with interest")
-    folder = export_dir(EmbeddingConfig(), models)
     assert (folder / "meta.json").is_file()
+    assert {label for label, path in left.items() if path.exists()} == {
+        "other model",
+        "in progress",
+        "same prefix, other model",
+    }
     reference = OnnxEmbedder(EmbeddingConfig(), packaged_models_dir).embed_query(
         "refund with interest"
     )
