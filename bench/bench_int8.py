@@ -97,10 +97,9 @@ def summary(found: list[int | None]) -> str:
             f"MRR {mrr:.3f}")  # fmt: skip
 
 
-def main() -> int:
-    settings = Settings.from_env()
-    config = embedding_config_from_env()
-    models = settings.state_dir / "models"
+def current_chunks(settings: Settings) -> tuple[list[str], list[str]]:
+    """Every current chunk of the store: its text as embedded, and its unit
+    (``JURISDICTION:section``), in chunk order."""
     with connect(resolve_database_url(settings)) as conn:
         rows = conn.execute(
             "SELECT jurisdiction, section_label, label, title, text FROM legal_chunks "
@@ -108,8 +107,25 @@ def main() -> int:
         ).fetchall()
     texts = [document_text(label, title, text) for _, _, label, title, text in rows]
     units = [f"{jurisdiction}:{section}" for jurisdiction, section, *_ in rows]
-    golden = [q for q in load_golden() if q.governing and not q.expect_refusal]
-    questions = [(q.query, tuple(q.governing)) for q in golden]
+    return texts, units
+
+
+def governed_questions(split: str | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """The golden questions with a governing unit (refusals left out), of one half or all:
+    (question, governing units)."""
+    return [
+        (q.query, tuple(q.governing))
+        for q in load_golden()
+        if q.governing and not q.expect_refusal and split in (None, q.split)
+    ]
+
+
+def main() -> int:
+    settings = Settings.from_env()
+    config = embedding_config_from_env()
+    models = settings.state_dir / "models"
+    texts, units = current_chunks(settings)
+    questions = governed_questions()
 
     fp32_dir = ensure_onnx_model(config, models)
     with tempfile.TemporaryDirectory() as tmp:
