@@ -263,9 +263,11 @@ def remove_superseded_exports(current: Path, abandoned_after: float = 3600.0) ->
     for folder in current.parent.iterdir():
         if not folder.is_dir() or folder == current:
             continue
-        stale = folder.name.startswith(".export-") and (
-            time.time() - folder.stat().st_mtime > abandoned_after
-        )
+        try:  # a temporary folder may be renamed into place meanwhile
+            age = time.time() - folder.stat().st_mtime
+        except OSError:
+            continue
+        stale = folder.name.startswith(".export-") and age > abandoned_after
         if stale or sibling.fullmatch(folder.name):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
