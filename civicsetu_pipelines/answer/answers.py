@@ -32,6 +32,8 @@ import numpy as np
 from civicsetu_pipelines.answer.compose import (
     Comparison,
     Composer,
+    EvidenceDistances,
+    EvidenceReading,
     evidence_refusal,
     places_refusal,
     reference_refusal,
@@ -50,7 +52,7 @@ from civicsetu_pipelines.answer.questions import (
 from civicsetu_pipelines.answer.ranking import Reranker, make_reranker
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.store import connect, ensure_serving
+from civicsetu_pipelines.store import EmbeddingConfig, connect, ensure_serving
 
 log = logging.getLogger("civicsetu.answers")
 
@@ -60,6 +62,28 @@ class AnswerSettings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     cross_encoder: str | None = None
     llm: LLMSettings | None = None
+    distances: EvidenceDistances | None = None  # None: those calibrated for the query's model
+
+
+def model_distances(config: EmbeddingConfig | None) -> EvidenceDistances:
+    """The evidence distances calibrated for the model of ``config`` (``evidence_distances`` in
+    data/models.yaml). A model never calibrated answers with the default model's, and the log
+    says so: its refusals are not measured. An embedder that names no config is the default
+    model."""
+    default = EmbeddingConfig()
+    config = config or default
+    calibrated = config.evidence_distances
+    if calibrated is None:
+        log.warning(
+            "embedding model %s has no evidence distances calibrated in data/models.yaml: its "
+            "refusals use %s's, which may not fit its vectors (bench/calibrate_refusals.py "
+            "calibrates them on the golden set's dev half)",
+            config.model,
+            default.model,
+        )
+        calibrated = default.evidence_distances
+    assert calibrated is not None, "the default model has calibrated evidence distances"
+    return EvidenceDistances(*calibrated)
 
 
 class QueryEngine:
@@ -79,6 +103,12 @@ class QueryEngine:
             self._conn.close()
             raise
         self._embed_query = embed_query
+        self.distances = self.settings.distances or model_distances(
+            getattr(embed_query, "config", None)
+        )
+        # The evidence read for the last question that reached the verdict on it (None when
+        # decided before retrieval, or a comparison): bench/calibrate_refusals.py replays it.
+        self.last_evidence: EvidenceReading | None = None
         self._lock = threading.Lock()
         self.reranker: Reranker = make_reranker(self.settings.cross_encoder)
         self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval, self.reranker)
@@ -120,6 +150,7 @@ class QueryEngine:
         k = parse_top_k(top_k)
         since = timer.stage("understand", since)
         with self._lock:
+            self.last_evidence = None
             self._retriever.new_question()  # the question's vector, once per answer
             result = self._answer(query, wanted, date, k, timer, since)
         result["timings_ms"] = timer.finish()
@@ -160,7 +191,9 @@ class QueryEngine:
             return self._compare(query, scope or [], as_of, k, timer, since)
         exact_rows = [row for r in resolutions for row in r.candidates]
         ranked, since = self._retriever.retrieve(query, scope, as_of, k, exact_rows, timer, since)
-        refused = evidence_refusal(query, ranked, self._retriever.unknown_terms, self.jurisdictions)
+        evidence = EvidenceReading(query, ranked, self._retriever.unknown_terms)
+        self.last_evidence = evidence
+        refused = evidence_refusal(evidence, self.distances, self.jurisdictions)
         if refused is not None:
             return refused
         return with_notes(self._composer.compose(query, ranked, timer, since), resolutions)
@@ -177,7 +210,7 @@ class QueryEngine:
         """Each jurisdiction's own provisions side by side (precedence only where quoted)."""
         states = [j for j in scope if j != ACT_JURISDICTION]
         per_state = max(2, k // len(states))
-        comparison = Comparison(query, self._composer)
+        comparison = Comparison(query, self._composer, self.distances)
         for state in states:
             ranked, since = self._retriever.retrieve(query, [state], as_of, per_state, [], timer,
                                                      since)  # fmt: skip
@@ -260,6 +293,12 @@ class QueryEmbedder:
 
     def __init__(self, embedder: Any) -> None:
         self._embedder = embedder
+
+    @property
+    def config(self) -> EmbeddingConfig:
+        """The model's configuration (its evidence distances among them)."""
+        config: EmbeddingConfig = self._embedder.config
+        return config
 
     def __call__(self, text: str) -> np.ndarray:
         return np.asarray(self._embedder.embed_query(text), dtype=np.float32)

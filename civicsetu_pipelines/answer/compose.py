@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import psycopg
@@ -39,16 +40,9 @@ DISCLAIMER = (
     "Check the cited page of the official gazette, and whether the provision has been amended, "
     "before relying on it."
 )
-# Evidence thresholds: cosine distance from the question to the nearest unit (all-MiniLM-L6-v2;
-# in-scope questions measured at 0.21-0.46, out-of-scope ones at 0.52-0.85) and the share of
-# the question's terms the best unit holds.
-ANSWER_DISTANCE = 0.50
-NEAR_DISTANCE = 0.55
+# The share of the question's terms the best unit holds for it to answer a little beyond the
+# model's answer distance (EvidenceDistances.near).
 NEAR_OVERLAP = 0.67
-# A question in a buyer's words for the statute's matters may answer up to this distance: the
-# farthest answerable question of the dev half of the golden set was at 0.595, the nearest
-# one to refuse that no other check catches at 0.796 (issue 15, BENCHMARKS.md).
-DOMAIN_DISTANCE = 0.62
 STATE_EVIDENCE_UNITS = 5  # a state question's own evidence is among this many best units
 THIN_OVERLAP = 0.34  # below this share of terms, confidence is low
 MAX_QUOTES = 4
@@ -123,17 +117,16 @@ def reference_refusal(
 
 
 def evidence_refusal(
-    query: Query,
-    ranked: Sequence[Candidate],
-    unknown_terms: Callable[[Sequence[str]], list[str]],
-    stored: Sequence[str],
+    evidence: EvidenceReading, distances: EvidenceDistances, stored: Sequence[str]
 ) -> dict[str, Any] | None:
     """Refused after retrieval: nothing retrieved, or a verdict against the evidence
-    (:func:`external_verdict`, :func:`evidence_verdict`, :func:`state_verdict`); else None."""
+    (:func:`external_verdict`, :meth:`EvidenceReading.verdict` under the model's ``distances``,
+    :func:`state_verdict`); else None."""
+    query, ranked = evidence.query, evidence.ranked
     if not ranked:
         return refusal("no_relevant_data", "Nothing in the stored corpus matches the question.")
     verdict = external_verdict(query, ranked)
-    verdict = verdict or evidence_verdict(query, ranked, unknown_terms)
+    verdict = verdict or evidence.verdict(distances)
     verdict = verdict or state_verdict(query, ranked, stored)
     if verdict is not None:
         reason, message = verdict
@@ -309,6 +302,7 @@ class Comparison:
 
     query: Query
     composer: Composer
+    distances: EvidenceDistances
     sides: list[dict[str, Any]] = field(default_factory=list)
     ranked_all: list[Candidate] = field(default_factory=list)
     citations: list[dict[str, Any]] = field(default_factory=list)
@@ -323,7 +317,7 @@ class Comparison:
         answers."""
         query = self.query
         self.ranked_all += ranked
-        if not ranked or evidence_verdict(query, ranked, unknown_terms) is not None:
+        if not ranked or evidence_verdict(query, ranked, self.distances, unknown_terms):
             self.sides.append(
                 {"jurisdiction": state, "status": "no_relevant_data", "citations": []}
             )
@@ -406,43 +400,106 @@ def refusal(
     return out
 
 
+@dataclass(frozen=True)
+class EvidenceDistances:
+    """Cosine distances from a question's vector to its nearest unit within which that unit is
+    evidence enough to answer: ``answer`` always; ``near`` when the unit holds most of the
+    question's terms; ``domain`` when the question is told in a buyer's words for a matter the
+    statute regulates. They belong to the embedding model (``evidence_distances`` in
+    ``data/models.yaml``, chosen on the golden set's dev half by bench/calibrate_refusals.py):
+    one model's distances mean nothing for another's vectors."""
+
+    answer: float
+    near: float
+    domain: float
+
+    def __post_init__(self) -> None:
+        values = (self.answer, self.near, self.domain)
+        if not all(0 < d <= 2 for d in values) or min(self.near, self.domain) < self.answer:
+            raise ValueError(f"evidence distances {values}: each in (0, 2], near and domain at "
+                             "least answer")  # fmt: skip
+
+
+class EvidenceReading:
+    """What the verdict on one question's evidence reads from its ranked units, each part
+    computed on first use (most questions are decided by the nearest distance alone, before the
+    query for words the corpus lacks): :meth:`verdict` decides under given distances, and
+    bench/calibrate_refusals.py replays one reading under many."""
+
+    def __init__(
+        self,
+        query: Query,
+        ranked: Sequence[Candidate],
+        unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
+    ) -> None:
+        self.query = query
+        self.ranked = ranked
+        self._unknown_terms = unknown_terms
+        self.exact = any(c.exact for c in ranked)
+        self.nearest = min((c.distance for c in ranked if c.distance is not None), default=1.0)
+
+    @cached_property
+    def unknown(self) -> list[str]:
+        """The question's words that occur nowhere in the corpus (and the vocabulary does not
+        read as a legal term)."""
+        vocabulary = load_vocabulary()
+        return [t for t in self._unknown_terms(self.query.terms) if not vocabulary.legal_for(t)]
+
+    @cached_property
+    def shares_terms(self) -> bool:
+        """A unit holds most of the question's terms, and every word of it occurs in the corpus."""
+        best = max((term_overlap(self.query.terms, c.row.get("text")) for c in self.ranked),
+                   default=0)  # fmt: skip
+        return best >= NEAR_OVERLAP and not self.unknown
+
+    @cached_property
+    def buyers_matter(self) -> bool:
+        """Told in a buyer's words for a matter the statute regulates (the vocabulary reads a
+        lay term for one in it: "cracks", "money back"; a word for a party or the property
+        alone, "builder", "flat", is not enough), and most of its words occur in the corpus."""
+        vocabulary = load_vocabulary()
+        in_domain = any(vocabulary.names_a_matter(t) for t in self.query.lay_terms)
+        return in_domain and len(self.unknown) < len(self.query.terms) / 2
+
+    def answers(self, distances: EvidenceDistances) -> bool:
+        """Whether the evidence can answer under ``distances``."""
+        return (
+            self.exact
+            or self.nearest <= distances.answer
+            or (self.nearest <= distances.near and self.shares_terms)
+            or (self.nearest <= distances.domain and self.buyers_matter)
+        )
+
+    def verdict(self, distances: EvidenceDistances) -> tuple[str, str] | None:
+        """None when the evidence can answer; else (reason, message): out of scope when some of
+        the question's words occur nowhere in the corpus (or nothing matches its words), else
+        the evidence is too thin."""
+        if self.answers(distances):
+            return None
+        if self.unknown or not any("fulltext" in c.ranks for c in self.ranked):
+            words = f" ({', '.join(self.unknown)} occur nowhere in it)" if self.unknown else ""
+            return ("out_of_scope", "The stored corpus (the RERA Act, 2016, its FAQ and state "
+                    f"RERA rules) has nothing on this question{words}.")  # fmt: skip
+        return ("no_relevant_data", "The stored provisions that come closest do not answer the "
+                "question; they are listed as related.")  # fmt: skip
+
+
 def evidence_verdict(
     query: Query,
     ranked: Sequence[Candidate],
+    distances: EvidenceDistances,
     unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
 ) -> tuple[str, str] | None:
     """None when the best evidence can answer; else (reason, message).
 
-    An exact reference is always evidence. Otherwise the nearest unit in meaning decides
-    (cosine distance of the question's vector; calibrated on the corpus, see BENCHMARKS.md):
-    within ANSWER_DISTANCE it can answer; a little farther when it shares most of the
-    question's terms, or, up to DOMAIN_DISTANCE, when the question is told in a buyer's words
-    for a matter the statute regulates (the vocabulary reads a lay term for one in it: "cracks",
-    "money back"; a word for a party or the property alone, "builder", "flat", is not enough)
-    and most of its words occur in the corpus (a story of a buyer's own flat strays farther from
-    the statute's wording than a question in its terms, without leaving its subject). Beyond
-    that the question is out of scope when some of its words occur nowhere in the corpus (or
-    nothing matches its words), else the evidence is too thin.
+    An exact reference is always evidence. Otherwise the nearest unit in meaning decides, under
+    the model's ``distances``: within ``answer`` it can answer; a little farther when it shares
+    most of the question's terms, or, up to ``domain``, when the question is told in a buyer's
+    words for a matter the statute regulates (a story of a buyer's own flat strays farther from
+    the statute's wording than a question in its terms, without leaving its subject). See
+    :class:`EvidenceReading`.
     """
-    if any(c.exact for c in ranked):
-        return None
-    nearest = min((c.distance for c in ranked if c.distance is not None), default=1.0)
-    if nearest <= ANSWER_DISTANCE:
-        return None
-    best_overlap = max((term_overlap(query.terms, c.row.get("text")) for c in ranked), default=0)
-    vocabulary = load_vocabulary()
-    unknown = [t for t in unknown_terms(query.terms) if not vocabulary.legal_for(t)]
-    if nearest <= NEAR_DISTANCE and best_overlap >= NEAR_OVERLAP and not unknown:
-        return None
-    in_domain = any(vocabulary.names_a_matter(t) for t in query.lay_terms)
-    if in_domain and nearest <= DOMAIN_DISTANCE and len(unknown) < len(query.terms) / 2:
-        return None
-    if unknown or not any("fulltext" in c.ranks for c in ranked):
-        words = f" ({', '.join(unknown)} occur nowhere in it)" if unknown else ""
-        return ("out_of_scope", "The stored corpus (the RERA Act, 2016, its FAQ and state RERA "
-                f"rules) has nothing on this question{words}.")  # fmt: skip
-    return ("no_relevant_data", "The stored provisions that come closest do not answer the "
-            "question; they are listed as related.")  # fmt: skip
+    return EvidenceReading(query, ranked, unknown_terms).verdict(distances)
 
 
 def state_verdict(

@@ -68,6 +68,10 @@ class PackagedModel:
     sha256: str
     install: str  # the command that installs the package(s)
     aliases: tuple[str, ...] = ()
+    # (answer, near, domain): cosine distances at which this model's nearest unit is evidence
+    # enough to answer (see civicsetu_pipelines.answer.compose.EvidenceDistances); None when the
+    # model was never calibrated (bench/calibrate_refusals.py)
+    evidence_distances: tuple[float, float, float] | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -91,12 +95,31 @@ def _packaged_model(entry: Any, index: int) -> PackagedModel:
             sha256=str(entry["sha256"]).lower(),
             install=" ".join(str(entry["install"]).split()),
             aliases=tuple(str(alias) for alias in entry.get("aliases") or ()),
+            evidence_distances=_evidence_distances(entry.get("evidence_distances")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {type(exc).__name__}: {exc}") from exc
     if not archive or model.dimension < 1 or len(model.sha256) != 64:
         raise ValueError(f"{where} ({model.name}): needs an archive, a dimension and a sha256")
     return model
+
+
+EVIDENCE_DISTANCE_KEYS = ("answer", "near", "domain")
+
+
+def _evidence_distances(entry: Any) -> tuple[float, float, float] | None:
+    """``evidence_distances: {answer, near, domain}`` as a tuple in that order: each a cosine
+    distance in (0, 2], ``near`` and ``domain`` no nearer than ``answer``."""
+    if entry is None:
+        return None
+    if not isinstance(entry, dict) or sorted(entry) != sorted(EVIDENCE_DISTANCE_KEYS):
+        raise ValueError(f"evidence_distances needs exactly {', '.join(EVIDENCE_DISTANCE_KEYS)}")
+    answer, near, domain = (float(entry[key]) for key in EVIDENCE_DISTANCE_KEYS)
+    if not all(0 < d <= 2 for d in (answer, near, domain)) or min(near, domain) < answer:
+        raise ValueError(
+            f"evidence_distances {entry}: each in (0, 2], near and domain at least answer"
+        )
+    return answer, near, domain
 
 
 @functools.cache
@@ -185,6 +208,13 @@ class EmbeddingConfig:
     @property
     def is_packaged(self) -> bool:
         return self.packaged is not None
+
+    @property
+    def evidence_distances(self) -> tuple[float, float, float] | None:
+        """The packaged model's calibrated (answer, near, domain) evidence distances; None for a
+        model never calibrated."""
+        packaged = self.packaged
+        return packaged.evidence_distances if packaged else None
 
 
 def packaged_archive_parts(model: PackagedModel) -> list[Path]:

@@ -5,20 +5,21 @@ factory, term overlap, and the extractive answer's refusal / verdict / quotes / 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from civicsetu_pipelines.answer.answers import model_distances
 from civicsetu_pipelines.answer.citations import quote_in
 from civicsetu_pipelines.answer.compose import (
-    ANSWER_DISTANCE,
     DISCLAIMER,
-    DOMAIN_DISTANCE,
     MAX_QUOTE_CHARS,
     MAX_QUOTES,
-    NEAR_DISTANCE,
+    EvidenceDistances,
+    EvidenceReading,
     _trim,
     choose_quotes,
     confidence,
@@ -42,6 +43,7 @@ from civicsetu_pipelines.answer.ranking import (
 )
 from civicsetu_pipelines.answer.retrieval import _label_chain, fulltext_query, fuse
 from civicsetu_pipelines.answer.vocabulary import stem
+from civicsetu_pipelines.store.embedding import EmbeddingConfig
 
 KNOWN = ["CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"]
 ACT = "rera_act_2016"
@@ -599,10 +601,11 @@ def test_refusal_minimal_and_with_problems() -> None:
 # answers: evidence_verdict
 
 REFUND_TEXT = "The allottee shall be entitled to a refund with interest."
+D = EvidenceDistances(answer=0.50, near=0.55, domain=0.62)  # as a model's in data/models.yaml
 
 
 def _reason(query: Query, ranked: Sequence[Candidate]) -> str | None:
-    verdict = evidence_verdict(query, ranked)
+    verdict = evidence_verdict(query, ranked, D)
     return verdict[0] if verdict else None
 
 
@@ -613,20 +616,20 @@ def _never(terms: Sequence[str]) -> list[str]:
 def test_verdict_exact_reference_is_always_evidence() -> None:
     query = ask("What does Section 18 say?")
     ranked = [cand("a", distance=0.95), cand("b", exact=True, text="unrelated")]
-    assert evidence_verdict(query, ranked, _never) is None
+    assert evidence_verdict(query, ranked, D, _never) is None
 
 
-@pytest.mark.parametrize("distance", [0.1, 0.35, ANSWER_DISTANCE])
+@pytest.mark.parametrize("distance", [0.1, 0.35, D.answer])
 def test_verdict_near_distance_answers(distance: float) -> None:
     query = ask("Can the allottee get a refund with interest?")
     ranked = [cand("a", distance=distance, text="nothing in common")]
-    assert evidence_verdict(query, ranked, _never) is None
+    assert evidence_verdict(query, ranked, D, _never) is None
 
 
 def test_verdict_uses_the_nearest_distance_of_all() -> None:
     query = ask("Can the allottee get a refund with interest?")
     ranked = [cand("a", distance=0.9), cand("b"), cand("c", distance=0.4)]
-    assert evidence_verdict(query, ranked, _never) is None
+    assert evidence_verdict(query, ranked, D, _never) is None
 
 
 def test_verdict_far_with_unknown_terms_is_out_of_scope() -> None:
@@ -638,7 +641,7 @@ def test_verdict_far_with_unknown_terms_is_out_of_scope() -> None:
         asked.append(terms)
         return ["quantum", "capacitor"]
 
-    reason, message = evidence_verdict(query, ranked, unknown) or ("", "")
+    reason, message = evidence_verdict(query, ranked, D, unknown) or ("", "")
     assert reason == "out_of_scope"
     assert "quantum, capacitor occur nowhere in it" in message
     assert asked == [query.terms]
@@ -647,7 +650,7 @@ def test_verdict_far_with_unknown_terms_is_out_of_scope() -> None:
 def test_verdict_far_without_fulltext_match_is_out_of_scope() -> None:
     query = ask("Can the allottee get a refund with interest?")
     ranked = [cand("a", distance=0.8, ranks={"vector": 1}, text=REFUND_TEXT)]
-    reason, message = evidence_verdict(query, ranked) or ("", "")
+    reason, message = evidence_verdict(query, ranked, D) or ("", "")
     assert reason == "out_of_scope"
     assert "occur nowhere" not in message
     assert _reason(query, []) == "out_of_scope"
@@ -659,7 +662,7 @@ def test_verdict_far_known_words_some_fulltext_is_no_relevant_data() -> None:
         cand("a", distance=0.8, ranks={"vector": 1}, text=REFUND_TEXT),
         cand("b", ranks={"fulltext": 1}, text="interest"),
     ]
-    reason, message = evidence_verdict(query, ranked, lambda _t: []) or ("", "")
+    reason, message = evidence_verdict(query, ranked, D, lambda _t: []) or ("", "")
     assert reason == "no_relevant_data"
     assert "listed as related" in message
     # no vector distance at all counts as far
@@ -668,48 +671,48 @@ def test_verdict_far_known_words_some_fulltext_is_no_relevant_data() -> None:
 
 def test_verdict_a_little_farther_answers_with_high_overlap() -> None:
     query = ask("Can the allottee get a refund with interest?")
-    between = (ANSWER_DISTANCE + NEAR_DISTANCE) / 2
+    between = (D.answer + D.near) / 2
     full = [cand("a", distance=between, ranks={"vector": 1, "fulltext": 1}, text=REFUND_TEXT)]
-    assert evidence_verdict(query, full) is None
-    edge = [cand("a", distance=NEAR_DISTANCE, ranks={"fulltext": 1}, text=REFUND_TEXT)]
-    assert evidence_verdict(query, edge) is None
+    assert evidence_verdict(query, full, D) is None
+    edge = [cand("a", distance=D.near, ranks={"fulltext": 1}, text=REFUND_TEXT)]
+    assert evidence_verdict(query, edge, D) is None
     # the overlap may come from another ranked unit than the nearest
     split = [
         cand("a", distance=between, ranks={"vector": 1}, text="nothing"),
         cand("b", ranks={"fulltext": 1}, text=REFUND_TEXT),
     ]
-    assert evidence_verdict(query, split) is None
+    assert evidence_verdict(query, split, D) is None
 
 
 def test_verdict_a_little_farther_needs_more_than_two_thirds_and_no_unknown_words() -> None:
     query = ask("Is the allottee entitled to interest?")  # the statute's words only
     assert not query.lay_terms
-    between = (ANSWER_DISTANCE + NEAR_DISTANCE) / 2
+    between = (D.answer + D.near) / 2
     two_of_three = [cand("a", distance=between, ranks={"fulltext": 1}, text="allottee, interest")]
     assert _reason(query, two_of_three) == "no_relevant_data"
     full = [cand("a", distance=between, ranks={"fulltext": 1}, text=REFUND_TEXT)]
-    verdict = evidence_verdict(query, full, lambda _t: ["allottee"])
+    verdict = evidence_verdict(query, full, D, lambda _t: ["allottee"])
     assert verdict is not None and verdict[0] == "out_of_scope"
-    beyond = [cand("a", distance=NEAR_DISTANCE + 0.01, ranks={"fulltext": 1}, text=REFUND_TEXT)]
+    beyond = [cand("a", distance=D.near + 0.01, ranks={"fulltext": 1}, text=REFUND_TEXT)]
     assert _reason(query, beyond) == "no_relevant_data"
 
 
 def test_verdict_a_buyers_words_answer_up_to_the_domain_distance() -> None:
     """A question the vocabulary reads a lay term for a matter in (delayed) is in the statute's
-    domain: answered up to DOMAIN_DISTANCE even when no unit shares its words, unless most of its
+    domain: answered up to D.domain even when no unit shares its words, unless most of its
     words occur nowhere in the corpus; the same distance refuses a question in the statute's
     words, and one whose only lay word names the property."""
     query = ask("My builder delayed the flat, do I get interest?")
     assert query.lay_terms
-    at = [cand("a", distance=DOMAIN_DISTANCE, ranks={"vector": 1, "fulltext": 1}, text="x")]
-    assert evidence_verdict(query, at, lambda _t: ["interest"]) is None
-    beyond = [cand("a", distance=DOMAIN_DISTANCE + 0.01, ranks={"vector": 1, "fulltext": 1},
+    at = [cand("a", distance=D.domain, ranks={"vector": 1, "fulltext": 1}, text="x")]
+    assert evidence_verdict(query, at, D, lambda _t: ["interest"]) is None
+    beyond = [cand("a", distance=D.domain + 0.01, ranks={"vector": 1, "fulltext": 1},
                    text="x")]  # fmt: skip
     assert _reason(query, beyond) == "no_relevant_data"
     story = ask("My builder's feng shui astrologer delayed the keys to an auspicious date")
     assert story.lay_terms
     unknown = ["feng", "shui", "astrologer", "auspicious"]
-    mostly_unknown = evidence_verdict(story, at, lambda _t: unknown)
+    mostly_unknown = evidence_verdict(story, at, D, lambda _t: unknown)
     assert mostly_unknown is not None and mostly_unknown[0] == "out_of_scope"
     legal = ask("Is the allottee entitled to interest?")
     assert _reason(legal, at) == "no_relevant_data"
@@ -717,6 +720,41 @@ def test_verdict_a_buyers_words_answer_up_to_the_domain_distance() -> None:
     loan = ask("Which bank gives the cheapest home loan for a flat?")
     assert loan.lay_terms == ("home", "flat")
     assert _reason(loan, at) == "no_relevant_data"
+
+
+def test_one_evidence_reading_is_decided_under_each_models_distances() -> None:
+    """The same evidence answers under one model's distances and not under a model whose
+    vectors lie nearer (its distances are smaller); the corpus is asked for unknown words once,
+    and only when the nearest distance alone does not decide."""
+    query = ask("My builder delayed the flat, do I get interest?")
+    asked: list[Sequence[str]] = []
+
+    def unknown(terms: Sequence[str]) -> list[str]:
+        asked.append(terms)
+        return []
+
+    ranked = [cand("a", distance=0.58, ranks={"vector": 1, "fulltext": 1}, text="x")]
+    reading = EvidenceReading(query, ranked, unknown)
+    assert reading.verdict(EvidenceDistances(0.60, 0.60, 0.60)) is None
+    assert asked == []  # decided by the distance alone
+    assert reading.verdict(D) is None  # a buyer's matter, within the domain distance
+    tighter = reading.verdict(EvidenceDistances(0.30, 0.35, 0.45))
+    assert tighter is not None and tighter[0] == "no_relevant_data"
+    assert asked == [query.terms]
+    for bad in ((0.0, 0.5, 0.5), (0.5, 0.4, 0.6), (0.5, 0.6, 0.4), (0.5, 0.6, 2.1)):
+        with pytest.raises(ValueError, match="evidence distances"):
+            EvidenceDistances(*bad)
+
+
+def test_a_model_never_calibrated_borrows_the_default_models_distances_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    default = EvidenceDistances(*EmbeddingConfig().evidence_distances or ())
+    with caplog.at_level(logging.WARNING, logger="civicsetu.answers"):
+        assert model_distances(None) == model_distances(EmbeddingConfig()) == default
+        assert not caplog.records
+        assert model_distances(EmbeddingConfig(model="intfloat/e5-small-v2")) == default
+    assert "intfloat/e5-small-v2 has no evidence distances calibrated" in caplog.text
 
 
 def test_state_verdict_wants_the_states_own_evidence_among_the_best_units() -> None:

