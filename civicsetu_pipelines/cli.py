@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import json
 import os
@@ -438,9 +439,10 @@ def eval_command(
         _connect_store() as conn,
     ):
         result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm)
+        model_id = embedding_config_from_env().model_id
         record(conn, result, scope="ALL", source="cli", golden_file=path.name,
-               golden_sha=golden_sha256(path),
-               model_id=embedding_config_from_env().model_id)  # fmt: skip
+               golden_sha=golden_sha256(path), model_id=model_id)  # fmt: skip
+        distances = engine.distances
     head = result.headline
     splits = by_split(result.rows)
     kinds = by_kind_and_split(result.rows)
@@ -455,8 +457,9 @@ def eval_command(
              "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
             for r in result.rows
         ]  # fmt: skip
-        _print_json({"run_id": result.run_id, "k": k, "headline": head, "by_split": splits,
-                     "by_query_type": kinds, "questions": rows})  # fmt: skip
+        _print_json({"run_id": result.run_id, "k": k, "model_id": model_id,
+                     "evidence_distances": dataclasses.asdict(distances), "headline": head,
+                     "by_split": splits, "by_query_type": kinds, "questions": rows})  # fmt: skip
         return
     halves = list(splits)
     table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name} "
@@ -482,6 +485,9 @@ def eval_command(
         target = THRESHOLDS.get(metric)
         table.add_row(metric, *cells, "" if target is None else f"{target:g}")
     out.print(table)
+    out.print(f"model {model_id}")
+    out.print(f"evidence distances: answer {distances.answer}, near {distances.near}, domain "
+              f"{distances.domain}")  # fmt: skip
     per_kind = Table(title="By question type (governing provision ranked; refusals)")
     per_kind.add_column("question type")
     for half in halves[:-1] or halves:

@@ -447,7 +447,7 @@ class EvidenceReading:
 
     @cached_property
     def shares_terms(self) -> bool:
-        """A unit holds most of the question's terms, and every word of it occurs in the corpus."""
+        """A unit holds most of the question's terms, and each of its words occurs in the corpus."""
         best = max((term_overlap(self.query.terms, c.row.get("text")) for c in self.ranked),
                    default=0)  # fmt: skip
         return best >= NEAR_OVERLAP and not self.unknown

