@@ -9,7 +9,7 @@ Distances mean nothing across models, so each packaged model carries its own
 (``evidence_distances`` in data/models.yaml). This script chooses them, in ONE process, on the
 default embedded store materialized with the configured model (``CIVICSETU_EMBED_MODEL``):
 
-1. Every golden question is answered once, top 10 as ``civicsetu eval`` asks, with distances
+1. Every dev question is answered once, top 10 as ``civicsetu eval`` asks, with distances
    that never refuse (2, 2, 2). The other refusals (places, references, another law, a state's
    own evidence, nothing quotable) are what they always are, and the engine's reading of each
    question's evidence (``QueryEngine.last_evidence``) is kept.
@@ -19,10 +19,11 @@ default embedded store materialized with the configured model (``CIVICSETU_EMBED
 3. The dev half alone picks: the most questions decided right (refused exactly when the golden
    question expects it); among those, the nearest distances (``answer`` first, as it applies
    to every question, then ``near``, then ``domain``). Each is then widened by MARGIN (0.02),
-   never past halfway to the next dev question. A correct refusal beats a partly wrong answer,
-   and the dev half holds few questions that only a distance refuses (most refusals are
-   decided by the other checks), so the middle of the gap to the next refusal would be a
-   guess: each distance answers the farthest dev question it must, by a margin, and no more.
+   never past halfway to the next dev question it decides. A correct refusal beats a partly
+   wrong answer, and the dev half holds few questions that only a distance refuses (most
+   refusals are decided by the other checks), so the middle of the gap to the next refusal
+   would be a guess: each distance answers the farthest dev question it must, by a margin, and
+   no more.
 4. The dev and test halves are then answered again under the chosen distances and under the
    model's current ones, and both are scored: refusal correctness and, for plain-language
    questions, the share answered. A comparison question is decided side by side and is not
@@ -158,10 +159,10 @@ def main() -> None:
     with QueryEngine(url, embed, replace(base, distances=NEVER_REFUSE)) as engine:
         decided = answer_all(engine, halves["dev"])
     chosen, right, total = choose(decided)
-    replayed = sum(1 for d in decided if d.evidence is None)
+    not_replayed = sum(1 for d in decided if d.evidence is None)
     print(
         f"dev replay: {right}/{total} decided right under {chosen} "
-        f"({replayed} decided before the evidence verdict or compared, not replayed)"
+        f"({not_replayed} decided before the evidence verdict or compared, not replayed)"
     )
     for name, distances in (("current", current), ("chosen", chosen)):
         with QueryEngine(url, embed, replace(base, distances=distances)) as engine:
