@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/calibrate_refusals.py
 
 A question is answered only when its nearest unit is close enough in the model's vector space
-(:class:`~civicsetu_pipelines.answer.compose.EvidenceDistances`: ``answer``, ``near`` for a unit
+(:class:`~civicsetu_pipelines.store.embedding.EvidenceDistances`: ``answer``, ``near`` for a unit
 holding most of its terms, ``domain`` for a buyer's story about a matter the statute regulates).
 Distances mean nothing across models, so each packaged model carries its own
 (``evidence_distances`` in data/models.yaml). This script chooses them, in ONE process, on the
@@ -46,11 +46,11 @@ from civicsetu_pipelines.answer.answers import (
     model_distances,
     settings_from_env,
 )
-from civicsetu_pipelines.answer.compose import EvidenceDistances, EvidenceReading
+from civicsetu_pipelines.answer.compose import EvidenceReading
 from civicsetu_pipelines.base.settings import Settings
 from civicsetu_pipelines.evaluate import GoldenQuestion, load_golden
 from civicsetu_pipelines.store.database import resolve_database_url
-from civicsetu_pipelines.store.embedding import embedding_config_from_env
+from civicsetu_pipelines.store.embedding import EvidenceDistances, embedding_config_from_env
 
 NEVER_REFUSE = EvidenceDistances(2.0, 2.0, 2.0)
 TOP_K = 10  # as civicsetu eval asks

@@ -32,7 +32,6 @@ import numpy as np
 from civicsetu_pipelines.answer.compose import (
     Comparison,
     Composer,
-    EvidenceDistances,
     EvidenceReading,
     evidence_refusal,
     places_refusal,
@@ -52,7 +51,12 @@ from civicsetu_pipelines.answer.questions import (
 from civicsetu_pipelines.answer.ranking import Reranker, make_reranker
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.store import EmbeddingConfig, connect, ensure_serving
+from civicsetu_pipelines.store import (
+    EmbeddingConfig,
+    EvidenceDistances,
+    connect,
+    ensure_serving,
+)
 
 log = logging.getLogger("civicsetu.answers")
 
@@ -83,7 +87,7 @@ def model_distances(config: EmbeddingConfig | None) -> EvidenceDistances:
         )
         calibrated = default.evidence_distances
     assert calibrated is not None, "the default model has calibrated evidence distances"
-    return EvidenceDistances(*calibrated)
+    return calibrated
 
 
 class QueryEngine:

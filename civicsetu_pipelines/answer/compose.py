@@ -34,6 +34,7 @@ from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import content_stems, load_vocabulary, stems
 from civicsetu_pipelines.base import canonical_flat
 from civicsetu_pipelines.ingest import authority_of, citation_role, is_case_law
+from civicsetu_pipelines.store import EvidenceDistances
 
 DISCLAIMER = (
     "Extracts quoted from the stored gazette text with their citations; not legal advice. "
@@ -398,26 +399,6 @@ def refusal(
     if problems:
         out["problems"] = list(problems)
     return out
-
-
-@dataclass(frozen=True)
-class EvidenceDistances:
-    """Cosine distances from a question's vector to its nearest unit within which that unit is
-    evidence enough to answer: ``answer`` always; ``near`` when the unit holds most of the
-    question's terms; ``domain`` when the question is told in a buyer's words for a matter the
-    statute regulates. They belong to the embedding model (``evidence_distances`` in
-    ``data/models.yaml``, chosen on the golden set's dev half by bench/calibrate_refusals.py):
-    one model's distances mean nothing for another's vectors."""
-
-    answer: float
-    near: float
-    domain: float
-
-    def __post_init__(self) -> None:
-        values = (self.answer, self.near, self.domain)
-        if not all(0 < d <= 2 for d in values) or min(self.near, self.domain) < self.answer:
-            raise ValueError(f"evidence distances {values}: each in (0, 2], near and domain at "
-                             "least answer")  # fmt: skip
 
 
 class EvidenceReading:

@@ -23,6 +23,7 @@ from .embedding import (
     PACKAGED_MODEL as PACKAGED_MODEL,
     Embedder as Embedder,
     EmbeddingConfig as EmbeddingConfig,
+    EvidenceDistances as EvidenceDistances,
     ModelWorker as ModelWorker,
     WindowedEmbedder as WindowedEmbedder,
     document_text as document_text,

@@ -56,6 +56,27 @@ class ModelChecksumError(ModelError):
 
 
 @dataclass(frozen=True)
+class EvidenceDistances:
+    """Cosine distances from a question's vector to its nearest unit within which that unit is
+    evidence enough to answer: ``answer`` always; ``near`` when the unit holds most of the
+    question's terms; ``domain`` when the question is told in a buyer's words for a matter the
+    statute regulates. They belong to the embedding model (``evidence_distances`` in
+    ``data/models.yaml``, chosen on the golden set's dev half by bench/calibrate_refusals.py):
+    one model's distances mean nothing for another's vectors."""
+
+    answer: float
+    near: float
+    domain: float
+
+    def __post_init__(self) -> None:
+        values = (self.answer, self.near, self.domain)
+        if not all(0 < d <= 2 for d in values) or min(self.near, self.domain) < self.answer:
+            raise ValueError(
+                f"evidence distances {values}: each in (0, 2], near and domain at least answer"
+            )
+
+
+@dataclass(frozen=True)
 class PackagedModel:
     """A model shipped inside PyPI package(s): one entry of ``data/models.yaml``."""
 
@@ -68,10 +89,7 @@ class PackagedModel:
     sha256: str
     install: str  # the command that installs the package(s)
     aliases: tuple[str, ...] = ()
-    # (answer, near, domain): cosine distances at which this model's nearest unit is evidence
-    # enough to answer (see civicsetu_pipelines.answer.compose.EvidenceDistances); None when the
-    # model was never calibrated (bench/calibrate_refusals.py)
-    evidence_distances: tuple[float, float, float] | None = None
+    evidence_distances: EvidenceDistances | None = None  # None: never calibrated
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -107,19 +125,16 @@ def _packaged_model(entry: Any, index: int) -> PackagedModel:
 EVIDENCE_DISTANCE_KEYS = ("answer", "near", "domain")
 
 
-def _evidence_distances(entry: Any) -> tuple[float, float, float] | None:
-    """``evidence_distances: {answer, near, domain}`` as a tuple in that order: each a cosine
-    distance in (0, 2], ``near`` and ``domain`` no nearer than ``answer``."""
+def _evidence_distances(entry: Any) -> EvidenceDistances | None:
+    """``evidence_distances: {answer, near, domain}`` of a model table entry (None: absent)."""
     if entry is None:
         return None
     if not isinstance(entry, dict) or sorted(entry) != sorted(EVIDENCE_DISTANCE_KEYS):
         raise ValueError(f"evidence_distances needs exactly {', '.join(EVIDENCE_DISTANCE_KEYS)}")
-    answer, near, domain = (float(entry[key]) for key in EVIDENCE_DISTANCE_KEYS)
-    if not all(0 < d <= 2 for d in (answer, near, domain)) or min(near, domain) < answer:
-        raise ValueError(
-            f"evidence_distances {entry}: each in (0, 2], near and domain at least answer"
-        )
-    return answer, near, domain
+    try:
+        return EvidenceDistances(**{key: float(entry[key]) for key in EVIDENCE_DISTANCE_KEYS})
+    except ValueError as exc:
+        raise ValueError(f"evidence_distances {entry}: {exc}") from exc
 
 
 @functools.cache
@@ -210,9 +225,9 @@ class EmbeddingConfig:
         return self.packaged is not None
 
     @property
-    def evidence_distances(self) -> tuple[float, float, float] | None:
-        """The packaged model's calibrated (answer, near, domain) evidence distances; None for a
-        model never calibrated."""
+    def evidence_distances(self) -> EvidenceDistances | None:
+        """The packaged model's calibrated evidence distances; None for a model never
+        calibrated."""
         packaged = self.packaged
         return packaged.evidence_distances if packaged else None
 

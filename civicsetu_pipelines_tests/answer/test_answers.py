@@ -18,14 +18,13 @@ import pymupdf
 import pytest
 
 from civicsetu_pipelines.answer.answers import AnswerSettings, QueryEngine
-from civicsetu_pipelines.answer.compose import EvidenceDistances
 from civicsetu_pipelines.answer.llm import LLMSettings
 from civicsetu_pipelines.answer.questions import QuestionError
 from civicsetu_pipelines.base.canonical import canonical_flat
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
 from civicsetu_pipelines.ingest.registry import load_registry
 from civicsetu_pipelines.store.database import connect
-from civicsetu_pipelines.store.embedding import EmbeddingConfig
+from civicsetu_pipelines.store.embedding import EmbeddingConfig, EvidenceDistances
 from civicsetu_pipelines_tests.conftest import CorpusStore
 
 ANSWERABLE = [
@@ -215,7 +214,7 @@ def test_a_buyers_story_is_answered_from_the_provision_that_governs_it(
         "Five years after we moved in, the ceiling of our flat is leaking and plaster keeps "
         "falling off. The developer refuses to repair it. What can we do?"
     )
-    assert engine.distances == EvidenceDistances(*EmbeddingConfig().evidence_distances or ())
+    assert engine.distances == EmbeddingConfig().evidence_distances
     result = engine.answer(story)
     assert result["status"] == "answered", result["answer"]
     assert result["citations"][0]["label"].startswith("Section 14"), result["citations"][0]

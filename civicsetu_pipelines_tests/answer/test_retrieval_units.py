@@ -18,7 +18,6 @@ from civicsetu_pipelines.answer.compose import (
     DISCLAIMER,
     MAX_QUOTE_CHARS,
     MAX_QUOTES,
-    EvidenceDistances,
     EvidenceReading,
     _trim,
     choose_quotes,
@@ -43,7 +42,7 @@ from civicsetu_pipelines.answer.ranking import (
 )
 from civicsetu_pipelines.answer.retrieval import _label_chain, fulltext_query, fuse
 from civicsetu_pipelines.answer.vocabulary import stem
-from civicsetu_pipelines.store.embedding import EmbeddingConfig
+from civicsetu_pipelines.store.embedding import EmbeddingConfig, EvidenceDistances
 
 KNOWN = ["CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"]
 ACT = "rera_act_2016"
@@ -749,7 +748,7 @@ def test_one_evidence_reading_is_decided_under_each_models_distances() -> None:
 def test_a_model_never_calibrated_borrows_the_default_models_distances_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    default = EvidenceDistances(*EmbeddingConfig().evidence_distances or ())
+    default = EmbeddingConfig().evidence_distances
     with caplog.at_level(logging.WARNING, logger="civicsetu.answers"):
         assert model_distances(None) == model_distances(EmbeddingConfig()) == default
         assert not caplog.records

