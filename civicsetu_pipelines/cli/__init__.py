@@ -1,0 +1,53 @@
+"""The ``civicsetu`` command line.
+
+The root app is built here from the command modules, one a group: ``runs`` (materialize,
+backfill), ``answers`` (ask, eval), ``corpus`` (stats, inspect, sections), ``services`` (dev, and
+the ``workers`` group), ``db``, ``documents`` and ``graph`` (each a group); ``common`` holds what
+they share. The commands are registered below in the order ``civicsetu --help`` lists them; each
+imports its heavy libraries inside itself, so that ``--help`` stays fast."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from civicsetu_pipelines.cli import answers, corpus, db, documents, graph, runs, services
+from civicsetu_pipelines.cli.common import console
+
+app = typer.Typer(
+    help="CivicSetu: RERA gazettes to a cited legal knowledge base.", no_args_is_help=True
+)
+app.add_typer(db.db_app, name="db")
+app.add_typer(graph.graph_app, name="graph")
+app.add_typer(documents.documents_app, name="documents")
+app.add_typer(services.workers_app, name="workers")
+app.command()(runs.materialize)
+app.command("backfill")(runs.backfill)
+app.command("ask")(answers.ask)
+app.command("eval")(answers.eval_command)
+app.command()(corpus.stats)
+app.command()(corpus.inspect)
+app.command()(corpus.sections)
+app.command()(services.dev)
+
+
+def main() -> None:
+    """The console entry point: expected failures print one clear line and exit 1, never a
+    stack trace (bad registry, a document error, a migration edited after it was applied, a
+    database that cannot be reached, a question asked of a store nothing was materialized into)."""
+    import psycopg
+
+    from civicsetu_pipelines.base import DocumentError
+    from civicsetu_pipelines.ingest import RegistryError
+    from civicsetu_pipelines.operate import BrokerError
+    from civicsetu_pipelines.store import MigrationChecksumError, StoreNotReady
+
+    try:
+        app()
+    except (
+        RegistryError, DocumentError, MigrationChecksumError, BrokerError, StoreNotReady,
+        psycopg.OperationalError,
+    ) as exc:  # fmt: skip
+        console.print(f"[red]{type(exc).__name__}: {exc}[/red]")
+        sys.exit(1)

@@ -1,0 +1,214 @@
+"""``civicsetu ask`` and ``civicsetu eval``: questions answered from the store, and the golden
+set scored."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from civicsetu_pipelines.base import Settings
+from civicsetu_pipelines.cli.common import connect_store, console, out, print_json
+
+
+def _require_materialized() -> None:
+    """``StoreNotReady`` (one line from :func:`main`) before a question loads the model for a
+    store nothing was materialized into."""
+    from civicsetu_pipelines.store import connect, ensure_serving, resolve_database_url
+
+    with connect(resolve_database_url(Settings.from_env())) as conn:
+        ensure_serving(conn)
+
+
+def _note_model_export() -> None:
+    """Say so when this command's first question will export the model to ONNX (once)."""
+    from civicsetu_pipelines.store import embedding_config_from_env, export_pending
+
+    if export_pending(embedding_config_from_env(), Settings.from_env().models_dir):
+        console.print("first use of this embedding model: exporting it to ONNX once "
+                      "(torch, 15-60 s); later questions start in about a second")  # fmt: skip
+
+
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in quotes")],
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Only these jurisdictions (repeatable)"),
+    ] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="YYYY-MM-DD: the law in force on that date")
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", help="Units to retrieve (1-50)")] = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    explain: Annotated[
+        bool,
+        typer.Option("--explain", help="Show why each unit ranked where it did (score parts)"),
+    ] = False,
+) -> None:
+    """Answer a question from the stored corpus with verbatim citations, or refuse with the
+    reason. Exit 0 for an answer or a refusal, 2 for bad input."""
+    from civicsetu_pipelines.answer import QuestionError, answer
+
+    _require_materialized()
+    _note_model_export()
+    try:
+        result = answer(question, jurisdictions=jurisdiction, as_of=as_of, top_k=top_k)
+    except QuestionError as exc:
+        if as_json:
+            print_json({"status": "error", "error": {"code": exc.code, "message": str(exc)}})
+        else:
+            console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    if as_json:
+        print_json(result)
+        return
+    if result["status"] == "refused":
+        out.print(f"[yellow]Refused ({result['refusal_reason']}):[/yellow] {result['answer']}")
+        for rel in result.get("related", []):
+            out.print(f"  related, not answering: {rel['jurisdiction']} {rel['label']} "
+                      f"({rel['document']})")  # fmt: skip
+    else:
+        out.print(result["answer"], markup=False, highlight=False)
+        out.print(f"\nconfidence: {result['confidence']}")
+        for c in result["citations"]:
+            role = c.get("role") or ("case law" if c.get("case_law") else "law")
+            shown = "" if role == "law" else f" ({role})"
+            out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}{shown}, "
+                      f"{c['document_title']}, page {c['page']} - {c['source_url']}",
+                      markup=False)  # fmt: skip
+    if explain and result.get("retrieved"):
+        table = Table(
+            title="Ranking: score = sum of the parts (authority is the prior of legal "
+            "force: act > rules > regulations > orders > case law > FAQ > forms)"
+        )
+        for column in ("#", "unit", "authority", "score", "parts"):
+            table.add_column(column)
+        for rank, r in enumerate(result["retrieved"], start=1):
+            parts = ", ".join(f"{k} {v:+.2f}" for k, v in (r.get("why") or {}).items())
+            table.add_row(str(rank), f"{r['jurisdiction']} {r['label']} ({r['document']})",
+                          str(r.get("authority", "")), f"{r['score']:.3f}", parts)  # fmt: skip
+        out.print(table)
+    out.print(f"\n{result['disclaimer']}", style="dim")
+    console.print(f"{result['timings_ms']['total']:.0f} ms")
+
+
+def eval_command(
+    golden: Annotated[
+        Path | None, typer.Option("--golden", help="A golden JSON Lines file (default: packaged)")
+    ] = None,
+    k: Annotated[int, typer.Option("--k", help="hit@k reported: 1, 3, 5 or 10")] = 5,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Score a golden file against the current stores; prints the headline metrics (per-question
+    rows with --json) and records the run in Postgres. Exit 0 when it ran, whatever the scores."""
+    from civicsetu_pipelines.answer import (
+        QueryEngine,
+        default_query_embedder,
+        settings_from_env,
+    )
+    from civicsetu_pipelines.evaluate import (
+        GOLDEN_JSONL,
+        THRESHOLDS,
+        GoldenError,
+        by_kind_and_split,
+        by_split,
+        evaluate,
+        golden_sha256,
+        load_golden,
+        record,
+    )
+    from civicsetu_pipelines.store import embedding_config_from_env, resolve_database_url
+
+    if k not in (1, 3, 5, 10):
+        console.print("[red]--k must be 1, 3, 5 or 10[/red]")
+        raise typer.Exit(2)
+    path = golden or GOLDEN_JSONL
+    try:
+        questions = load_golden(path)
+    except GoldenError as exc:
+        console.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    url = resolve_database_url(Settings.from_env())
+    _require_materialized()
+    _note_model_export()
+    with (
+        console.status(f"answering {len(questions)} golden questions ..."),
+        QueryEngine(url, default_query_embedder(), settings_from_env()) as engine,
+        connect_store() as conn,
+    ):
+        result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm)
+        model_id = embedding_config_from_env().model_id
+        record(conn, result, scope="ALL", source="cli", golden_file=path.name,
+               golden_sha=golden_sha256(path), model_id=model_id)  # fmt: skip
+        distances = engine.distances
+    head = result.headline
+    splits = by_split(result.rows)
+    kinds = by_kind_and_split(result.rows)
+    if as_json:
+        rows = [
+            {"id": r["question_id"], "split": r["split"], "phrasing": r["phrasing"],
+             "query_type": r["query_type"], f"hit_at_{k}": r[f"hit_at_{k}"],
+             "hit_at_5": r["hit_at_5"], "reciprocal_rank": r["reciprocal_rank"],
+             "governing_rr": r["governing_rr"], "retrieved": r["retrieved"],
+             "governing": r["governing"], "status": r["status"],
+             "refusal_correct": r["refusal_correct"],
+             "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
+            for r in result.rows
+        ]  # fmt: skip
+        print_json({"run_id": result.run_id, "k": k, "model_id": model_id,
+                     "evidence_distances": dataclasses.asdict(distances), "headline": head,
+                     "by_split": splits, "by_query_type": kinds, "questions": rows})  # fmt: skip
+        return
+    halves = list(splits)
+    table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name} "
+                  "(targets are held on test; dev is the half tuned on)")  # fmt: skip
+    table.add_column("metric")
+    for half in halves:
+        n = int(splits[half].get("questions") or 0)
+        table.add_column(f"{half} ({n})", justify="right")
+    table.add_column("target", justify="right")
+    shown = ["governing_hit_at_1", "governing_hit_at_5", "governing_mrr",
+             "plain_governing_hit_at_3", "plain_answered", f"hit_at_{k}", "mrr", "ndcg_at_10",
+             "recall_at_5", "citation_validity", "refusal_correctness", "context_precision",
+             "context_recall", "answer_similarity", "latency_p50_ms",
+             "latency_p95_ms"]  # fmt: skip
+    for metric in shown:
+        cells = []
+        for half in halves:
+            value = splits[half].get(metric)
+            if metric == f"hit_at_{k}":
+                value = _mean_of([r for r in result.rows if half == "all" or r["split"] == half],
+                                 metric)  # fmt: skip
+            cells.append("n/a" if value is None else f"{value:.3f}")
+        target = THRESHOLDS.get(metric)
+        table.add_row(metric, *cells, "" if target is None else f"{target:g}")
+    out.print(table)
+    out.print(f"model {model_id}")
+    out.print(f"evidence distances: answer {distances.answer}, near {distances.near}, domain "
+              f"{distances.domain}")  # fmt: skip
+    per_kind = Table(title="By question type (governing provision ranked; refusals)")
+    per_kind.add_column("question type")
+    for half in halves[:-1] or halves:
+        per_kind.add_column(f"{half}: n", justify="right")
+        per_kind.add_column(f"{half}: gov hit@5", justify="right")
+        per_kind.add_column(f"{half}: gov MRR", justify="right")
+        per_kind.add_column(f"{half}: refusal ok", justify="right")
+    for kind, groups in kinds.items():
+        cells = []
+        for half in halves[:-1] or halves:
+            g = groups.get(half, {})
+            cells += [str(int(g.get("questions") or 0))] + [
+                "–" if g.get(m) is None else f"{g[m]:.2f}"
+                for m in ("governing_hit_at_5", "governing_mrr", "refusal_correctness")
+            ]
+        per_kind.add_row(kind, *cells)
+    out.print(per_kind)
+    console.print(f"recorded as run {result.run_id}")
+
+
+def _mean_of(rows: list[dict[str, Any]], metric: str) -> float | None:
+    values = [float(r[metric]) for r in rows if r.get(metric) is not None]
+    return sum(values) / len(values) if values else None

@@ -1,0 +1,43 @@
+"""What the command modules share: the two consoles (messages on stderr, results on stdout),
+JSON on stdout, this environment's commands, the store's connection and figures."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from civicsetu_pipelines.base import Settings
+
+console = Console(stderr=True)
+out = Console(width=max(Console().width, 120))
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+
+
+def bin_path(name: str) -> str:
+    """The ``name`` command (``dagster``, ``dg``) of this environment."""
+    return os.path.join(os.path.dirname(sys.executable), name)
+
+
+def connect_store() -> Any:
+    """A connection to the store, its migrations applied (the embedded server started if need
+    be)."""
+    from civicsetu_pipelines.store import apply_migrations, connect, resolve_database_url
+
+    url = resolve_database_url(Settings.from_env())
+    apply_migrations(url)
+    return connect(url)
+
+
+def read_all_stats() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Per-document catalog rows and per-jurisdiction store rows."""
+    from civicsetu_pipelines.store import read_stats, store_stats
+
+    with connect_store() as conn:
+        return read_stats(conn), store_stats(conn)

@@ -1,0 +1,168 @@
+"""``civicsetu stats``, ``civicsetu inspect`` and ``civicsetu sections``: what the corpus holds,
+and one PDF parsed as the pipeline would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from civicsetu_pipelines.cli.common import connect_store, console, out, print_json, read_all_stats
+
+
+def stats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Per document: jurisdiction, pages, OCR pages, sections, chunks, coverage; per
+    jurisdiction: current, superseded and embedded rows of the store, model id, dimension."""
+    rows, store = read_all_stats()
+    data = [
+        {
+            "document": r["key"],
+            "jurisdiction": r["jurisdiction"],
+            "doc_type": r["doc_type"],
+            "status": r["status"],
+            "pages": r["pages"],
+            "pages_ingested": r["pages_ingested"],
+            "ocr_pages": r["ocr_pages"],
+            "needs_ocr_pages": r["needs_ocr_pages"],
+            "sections": r["sections"],
+            "chunks": r["chunks"],
+            "coverage": r["coverage"],
+            "ingest_status": r["ingest_status"],
+            "error": r["error"],
+        }
+        for r in rows
+    ]
+    if as_json:
+        print_json({"documents": data, "store": store})
+        return
+    if not data:
+        console.print("Nothing materialized yet: run `civicsetu materialize`.")
+        return
+    table = Table()
+    for column in ("document", "jurisdiction", "pages", "ocr_pages", "sections", "chunks",
+                   "coverage", "ingest_status"):  # fmt: skip
+        table.add_column(column)
+    for d in data:
+        table.add_row(
+            *(
+                str(d[c])
+                for c in (
+                    "document",
+                    "jurisdiction",
+                    "pages",
+                    "ocr_pages",
+                    "sections",
+                    "chunks",
+                    "coverage",
+                    "ingest_status",
+                )
+            )
+        )
+    out.print(table)
+    if store:
+        store_table = Table(title="Store (legal_chunks)")
+        columns = ("jurisdiction", "current_rows", "superseded_rows", "embedded_rows", "model_id",
+                   "dimension")  # fmt: skip
+        for column in columns:
+            store_table.add_column(column)
+        for s in store:
+            store_table.add_row(*(str(s[c]) for c in columns))
+        out.print(store_table)
+
+
+def inspect(
+    path: Annotated[Path, typer.Argument(help="A PDF (not registered, not stored)")],
+    kind: Annotated[
+        str,
+        typer.Option(help="auto|act|rules|regulations|faq|order|notification|circular|judgment"),
+    ] = "auto",
+    language: Annotated[str, typer.Option(help="eng|hin|kan: the text's language (OCR)")] = "eng",
+    pages: Annotated[
+        str | None, typer.Option(help="Pages to read, e.g. 42-80 or 1-3,7 (default: all)")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Parse one PDF as the pipeline would, without registering it: its kind (detected, and
+    why), its units (label, number, title, first and last page), coverage and every structure
+    check. Exit 0 when the structure is sound, 1 when an error check fails, 2 for bad input."""
+    from civicsetu_pipelines.base import DocumentError, Settings
+    from civicsetu_pipelines.ingest import KINDS, inspect_pdf, parse_page_ranges
+
+    if kind != "auto" and kind not in KINDS:
+        console.print(f"[red]Unknown kind {kind!r}; one of auto, {', '.join(KINDS)}[/red]")
+        raise typer.Exit(2)
+    if not path.is_file():
+        console.print(f"[red]No such file: {path}[/red]")
+        raise typer.Exit(2)
+    try:
+        indexes = parse_page_ranges(pages) if pages else None
+    except ValueError as exc:
+        console.print(f"[red]--pages {pages!r}: {exc}[/red]")
+        raise typer.Exit(2) from None
+    with console.status(f"parsing {path.name} ..."):
+        try:
+            # The pipeline's parse cache: a scanned PDF inspected again (or ingested after) is
+            # not OCR'd again.
+            found = inspect_pdf(path, kind=kind, language=language, pages=indexes,
+                                parse_cache=Settings.from_env().parse_cache)  # fmt: skip
+        except DocumentError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+    if as_json:
+        print_json(found)
+    else:
+        out.print(f"{path}: [bold]{found['kind']}[/bold] ({found['kind_reason']}); "
+                  f"{found['pages']} pages, {found['ocr_pages']} OCR'd")  # fmt: skip
+        if found["ocr_unread_pages"]:
+            pages = ", ".join(str(page) for page in found["ocr_unread_pages"])
+            out.print(f"[yellow]OCR left text-like ink unread on page(s) {pages}[/yellow]")
+        table = Table(title=f"{len(found['units'])} units")
+        for column in ("label", "title", "first_page", "last_page"):
+            table.add_column(column)
+        for unit in found["units"]:
+            table.add_row(unit["label"], unit["title"][:80], str(unit["first_page"]),
+                          str(unit["last_page"]))  # fmt: skip
+        out.print(table)
+        out.print(f"coverage {found['coverage']:.4f}")
+        for check in found["checks"]:
+            if check["passed"]:
+                state = "[green]pass[/green]"
+            else:
+                state = (
+                    "[red]FAIL[/red]" if check["severity"] == "error" else "[yellow]warn[/yellow]"
+                )
+            out.print(f"  {state} {check['name']}: {check['message']}")
+    if not found["structure_ok"]:
+        raise typer.Exit(1)
+
+
+def sections(
+    document: Annotated[str, typer.Option("--document", "-d", help="Document key")],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List label, title and first page of each top-level unit of a document."""
+    from civicsetu_pipelines.store import read_sections
+
+    with connect_store() as conn:
+        try:
+            units = read_sections(conn, document)
+        except KeyError:
+            console.print(
+                f"[red]No document {document!r} in the catalog. Materialize it first, or check "
+                "the key with `civicsetu stats`.[/red]"
+            )
+            raise typer.Exit(2) from None
+    rows = [
+        {"label": u["label"], "title": u["title"], "page_start": u["page_start"]} for u in units
+    ]
+    if as_json:
+        print_json({"document": document, "units": rows})
+        return
+    table = Table(title=document)
+    for column in ("label", "title", "page_start"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["label"], r["title"], str(r["page_start"]))
+    out.print(table)

@@ -1,0 +1,257 @@
+"""``civicsetu materialize`` and ``civicsetu backfill``: Dagster runs over the jurisdictions."""
+
+from __future__ import annotations
+
+import functools
+import re
+import subprocess
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from civicsetu_pipelines.base import REPO_ROOT, Settings
+from civicsetu_pipelines.cli.common import bin_path, console, out, print_json, read_all_stats
+
+
+def materialize(
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Partition(s) to run; default: all"),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even jurisdictions whose inputs are unchanged")
+    ] = False,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="in_process: every step in this process; celery: the steps on the workers of "
+            "`civicsetu workers start` (or of CIVICSETU_CELERY_BROKER_URL)"
+        ),
+    ] = "in_process",
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON record per jurisdiction")
+    ] = False,
+    reports: Annotated[
+        bool,
+        typer.Option(
+            "--reports/--no-reports",
+            help="After the partitions, answer the sample questions (answers_job) and score the "
+            "golden questions (evaluation_job); --no-reports only ingests",
+        ),
+    ] = True,
+) -> None:
+    """Materialize every asset for the given jurisdictions through the Dagster instance.
+
+    A jurisdiction whose inputs (documents, registry, code, settings) are unchanged since its
+    last successful run is reported up to date and skipped, unless --force. Then, unless
+    --no-reports, the answers and evaluation jobs run over everything stored."""
+    from civicsetu_pipelines.defs import build_definitions
+    from civicsetu_pipelines.defs.resources import warm_up_embedder
+    from civicsetu_pipelines.operate import (
+        fail_orphaned_runs,
+        open_instance,
+        prepare_dagster_home,
+        run_job,
+        run_partitions,
+    )
+
+    if executor not in ("in_process", "celery"):
+        raise typer.BadParameter(f"--executor must be in_process or celery, not {executor!r}")
+    settings = Settings.from_env()
+    home = prepare_dagster_home(settings)
+    wanted = _wanted_jurisdictions(jurisdiction)
+    definitions = build_definitions(settings)
+    remote = None
+    if executor == "celery":
+        from civicsetu_pipelines.operate import celery_remote
+
+        remote = celery_remote(settings)  # the broker answers and a worker listens, or an error
+
+    @functools.cache
+    def stored() -> frozenset[str]:
+        """Jurisdictions with current rows in the store (read once, on first need)."""
+        return frozenset(r["jurisdiction"] for r in read_all_stats()[1] if r["current_rows"])
+
+    def has_rows(name: str) -> bool:
+        return name in stored()
+
+    total = len(wanted)
+    with open_instance() as instance, console.status("checking inputs ...") as status:
+        for run_id, why in fail_orphaned_runs(instance):
+            console.print(f"[yellow]run {run_id} marked failed: {why}[/yellow]")
+        outcomes = run_partitions(
+            instance,
+            definitions.resolve_job_def("ingest_job"),
+            wanted,
+            force=force,
+            has_rows=has_rows,
+            before=lambda i, name: status.update(f"[{i}/{total}] materializing {name} ..."),
+            warm_up=None if remote else warm_up_embedder,
+            remote=remote,
+        )
+    if as_json:
+        print_json([
+            {"jurisdiction": o.jurisdiction, "status": o.status, "run_id": o.run_id,
+             "executor": o.executor, "workers": o.workers, "seconds": round(o.seconds, 2),
+             "error": o.error,
+             "failed_checks": [{"asset": a, "check": c, "severity": v}
+                               for a, c, v in o.failed_checks]}
+            for o in outcomes
+        ])  # fmt: skip
+    failures = []
+    for index, outcome in enumerate(outcomes, 1):
+        prefix = f"[{index}/{total}] {outcome.jurisdiction}:"
+        if outcome.status == "up_to_date":
+            console.print(f"{prefix} [green]up to date[/green] (inputs unchanged since its last "
+                          "successful run; --force runs it anyway)")  # fmt: skip
+            continue
+        state = "[green]ok[/green]" if outcome.status == "ok" else "[red]FAILED[/red]"
+        ran_on = f", steps on {', '.join(outcome.workers)}" if outcome.workers else ""
+        console.print(f"{prefix} {state} in {outcome.seconds:.1f}s (run {outcome.run_id}{ran_on})")
+        if outcome.error:
+            console.print(f"    [red]{outcome.error}[/red]")
+        for asset, check, severity in outcome.failed_checks:
+            level = "red" if severity == "ERROR" else "yellow"
+            console.print(f"    [{level}]check {asset}:{check} failed[/{level}]")
+        if outcome.status == "failed":
+            failures.append(outcome.jurisdiction)
+    if reports and any(o.status == "ok" for o in outcomes):
+        reports_at = settings.state_dir / "reports"
+        for job_name, what, where in (
+            ("answers_job", "answering the sample questions", reports_at / "answers.json"),
+            ("evaluation_job", "scoring the golden questions", reports_at / "eval" / "report.html"),
+        ):
+            with open_instance() as instance, console.status(f"{what} ..."):
+                done = run_job(instance, definitions.resolve_job_def(job_name))
+            state = "[green]ok[/green]" if done.success else "[red]FAILED[/red]"
+            console.print(f"{job_name}: {state} (run {done.run_id}); see {where}")
+            for evaluation in done.get_asset_check_evaluations():
+                if not evaluation.passed:
+                    console.print(f"    [yellow]check {evaluation.asset_key.to_user_string()}:"
+                                  f"{evaluation.check_name} failed[/yellow]")  # fmt: skip
+            if not done.success:
+                failures.append(job_name)
+    if not as_json:  # stdout holds the JSON alone
+        _summary(wanted)
+    console.print(
+        f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
+        "http://127.0.0.1:3000\nPer-document figures: `civicsetu stats --json`; units of one "
+        "document: `civicsetu sections --document rera_act_2016`\nThe embedded Postgres keeps "
+        "running for the UI and later commands: `civicsetu db stop` stops it."
+    )
+    if failures:
+        console.print(f"[red]Runs failed for: {failures}[/red]")
+        raise typer.Exit(1)
+
+
+def backfill(
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Jurisdictions (repeatable); default: all"),
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait/--no-wait", help="Wait for the runs")] = True,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait at most")] = 7200.0,
+) -> None:
+    """Backfill ingest_job over all jurisdictions or the chosen ones, through the Dagster daemon
+    (the same as a backfill launched from the UI): one queued run per partition, launched by the
+    daemon under the run queue's limits. Exit 0 when every run succeeded, 1 when one failed,
+    3 on timeout."""
+    import time
+
+    from civicsetu_pipelines.operate import (
+        backfill_runs,
+        daemon_alive,
+        open_instance,
+        prepare_dagster_home,
+    )
+
+    settings = Settings.from_env()
+    home = prepare_dagster_home(settings)
+    wanted = _wanted_jurisdictions(jurisdiction)
+    cmd = [bin_path("dagster"), "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
+           "ingest_job", "--partitions", ",".join(wanted), "--noprompt"]  # fmt: skip
+    proc = subprocess.run(cmd, cwd=home, capture_output=True, text=True)
+    found = re.search(r"Launched backfill job `([^`]+)`", proc.stdout)
+    if proc.returncode != 0 or not found:
+        console.print(f"[red]The backfill was not launched:[/red] {proc.stderr.strip()[-800:]}")
+        raise typer.Exit(1)
+    backfill_id = found.group(1)
+    console.print(f"backfill {backfill_id}: {len(wanted)} partition(s) {wanted} queued")
+    with open_instance() as instance:
+        if not daemon_alive(instance):
+            console.print("[yellow]No Dagster daemon is running: the runs wait in the queue "
+                          "until one starts (`civicsetu dev`).[/yellow]")  # fmt: skip
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        with console.status("waiting for the runs ...") as status:
+            while True:
+                runs = backfill_runs(instance, backfill_id)
+                done = [r for r in runs if r.finished]
+                status.update(f"{len(done)}/{len(runs)} runs finished ...")
+                if runs and len(done) == len(runs):
+                    break
+                if time.monotonic() > deadline:
+                    console.print(f"[red]Timed out after {timeout:.0f}s[/red]")
+                    raise typer.Exit(3)
+                time.sleep(2)
+    failed = [r for r in runs if not r.succeeded]
+    for run in runs:
+        state = "[green]ok[/green]" if run.succeeded else f"[red]{run.status}[/red]"
+        console.print(f"  {run.partition}: {state} (run {run.run_id})")
+    if failed:
+        raise typer.Exit(1)
+
+
+def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
+    """The jurisdictions asked for (all by default; codes, ISO codes or aliases); unknown ones,
+    or ones without documents, exit 2, naming the known."""
+    from civicsetu_pipelines.base import UnknownJurisdictionError, jurisdiction_code
+    from civicsetu_pipelines.ingest import load_registry
+
+    known = load_registry().jurisdictions()
+    if not jurisdiction:
+        return known
+    wanted = []
+    for name in jurisdiction:
+        try:
+            code = jurisdiction_code(name)
+        except UnknownJurisdictionError as exc:
+            console.print(f"[red]{exc}[/red]")
+            raise typer.Exit(2) from None
+        if code not in known:
+            console.print(f"[red]{code} has no registered documents (add one with `civicsetu "
+                          f"documents add`); with documents: {', '.join(known)}[/red]")  # fmt: skip
+            raise typer.Exit(2)
+        wanted.append(code)
+    return wanted
+
+
+def _stats_rows() -> list[dict[str, Any]]:
+    return read_all_stats()[0]
+
+
+def _summary(jurisdictions: list[str]) -> None:
+    rows = [r for r in _stats_rows() if r["jurisdiction"] in jurisdictions]
+    table = Table(title="Ingestion summary")
+    for column in ("jurisdiction", "documents", "failed", "pages", "ocr pages", "units", "chunks",
+                   "min coverage"):  # fmt: skip
+        table.add_column(column)
+    for name in jurisdictions:
+        docs = [r for r in rows if r["jurisdiction"] == name]
+        coverages = [r["coverage"] for r in docs if r["coverage"] is not None]
+        table.add_row(
+            name,
+            str(len(docs)),
+            str(sum(r["ingest_status"] == "failed" for r in docs)),
+            str(sum(r["pages_ingested"] or 0 for r in docs)),
+            str(sum(r["ocr_pages"] or 0 for r in docs)),
+            str(sum(r["sections"] or 0 for r in docs)),
+            str(sum(r["chunks"] or 0 for r in docs)),
+            f"{min(coverages):.4f}" if coverages else "-",
+        )
+    out.print(table)
+    for r in rows:
+        if r["ingest_status"] == "failed":
+            out.print(f"[red]{r['key']}: {r['error']}[/red]")
