@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,9 +173,13 @@ class StructureReport:
         return not failed(self.checks)
 
 
-def chunk_id(document_key: str, unit: str, legal_path: str) -> str:
-    """Deterministic id: UUID5 of (document key, unit, legal path)."""
-    return str(uuid.uuid5(NAMESPACE, f"{document_key}|{unit}|{legal_path}"))
+def chunk_id(document_key: str, unit: str, legal_path: str, place: int = 0) -> str:
+    """Deterministic id: UUID5 of (document key, unit, legal path) and, from the second chunk
+    of one legal path on (a long sub-rule cut in two, a range merged under its first path, a
+    number printed twice), its ``place`` among that path's chunks: unique by construction. The
+    first chunk of a path keeps the id it always had."""
+    suffix = f"|{place}" if place else ""
+    return str(uuid.uuid5(NAMESPACE, f"{document_key}|{unit}|{legal_path}{suffix}"))
 
 
 @dataclass
@@ -599,6 +604,7 @@ def build_chunks(
     chunks: list[Chunk] = []
     covered = bytearray(len(stream.text))
     ordinal = 0
+    places: Counter[tuple[str, str]] = Counter()  # chunks so far of each (unit, legal path)
     for unit in units:
         tree = parse_tree(stream, unit) if unit.unit not in {"form", "paragraph", "page"} else None
         if tree is not None:
@@ -615,7 +621,8 @@ def build_chunks(
             # Numbered units: "18(2)(a)"; forms and other unnumbered units: their label.
             head = unit.number if unit.unit in _NUMBERED_UNITS and unit.number else unit.label
             legal_path = head + "".join(piece.path)
-            cid = chunk_id(document_key, unit.unit, legal_path)
+            cid = chunk_id(document_key, unit.unit, legal_path, places[unit.unit, legal_path])
+            places[unit.unit, legal_path] += 1
             ids[piece.path] = cid
             parent = None
             for depth in range(len(piece.path) - 1, -1, -1):

@@ -806,3 +806,34 @@ def test_short_clause_rows_with_vowelless_markers_are_kept(tmp_path: Path) -> No
     assert pages[0]["removed"] == []
     chunks, _ = chunk(pages, "rules")
     assert "(xv) lifts;" in "\n".join(c.text for c in chunks)
+
+
+def test_chunks_on_one_legal_path_get_distinct_ids(tmp_path: Path) -> None:
+    """A sub-rule number printed twice (a gazette's misprint: "(2)" again where "(3)" was
+    meant), the rule too long for one chunk: "Rule 2(2)" and the range "Rule 2(2)-(6)" (the
+    second "(2)" with the short sub-rules after it) both sit on legal path "2(2)". Their ids
+    differ (a chunk's place among its path's chunks is part of its id: two chunks with one id
+    failed a state's whole partition), and the first keeps the id a path always had."""
+    first: list[PageItem] = [
+        *PREAMBLE_ROWS,
+        f"1. Short title.-(1) {FILLER}",
+        f"2. Rule with a repeated sub-rule.-(1) {FILLER}",
+        f"(2) {FILLER}",
+        *[FILLER] * 4,
+    ]
+    second: list[PageItem] = [
+        f"(2) {FILLER}",
+        *[FILLER] * 4,
+        *(f"({n}) The promoter shall comply, case {n}." for n in range(3, 7)),
+        f"3. Next rule.-(1) {FILLER}",
+    ]
+    chunks, report = pdf_chunks(tmp_path, [first, second])
+    on_path = [c for c in chunks if c.legal_path == "2(2)"]
+    assert [c.label for c in on_path] == ["Rule 2(2)", "Rule 2(2)-(6)"], [
+        (c.label, c.legal_path) for c in chunks
+    ]
+    ids = [c.chunk_id for c in chunks]
+    assert len(ids) == len(set(ids)), "two chunks share an id"
+    assert on_path[0].chunk_id == chunk_id("doc", "rule", "2(2)")
+    assert on_path[1].chunk_id == chunk_id("doc", "rule", "2(2)", 1)
+    assert "case 6." in on_path[1].text
