@@ -232,6 +232,10 @@ def _stats_rows() -> list[dict[str, Any]]:
     return read_all_stats()[0]
 
 
+# Documents this run did not load: failed (fetch, parse) or set aside (a blocking check).
+NOT_LOADED = ("failed", "set_aside")
+
+
 def _summary(jurisdictions: list[str]) -> None:
     rows = [r for r in _stats_rows() if r["jurisdiction"] in jurisdictions]
     table = Table(title="Ingestion summary")
@@ -244,7 +248,7 @@ def _summary(jurisdictions: list[str]) -> None:
         table.add_row(
             name,
             str(len(docs)),
-            str(sum(r["ingest_status"] == "failed" for r in docs)),
+            str(sum(r["ingest_status"] in NOT_LOADED for r in docs)),
             str(sum(r["pages_ingested"] or 0 for r in docs)),
             str(sum(r["ocr_pages"] or 0 for r in docs)),
             str(sum(r["sections"] or 0 for r in docs)),
@@ -253,5 +257,5 @@ def _summary(jurisdictions: list[str]) -> None:
         )
     out.print(table)
     for r in rows:
-        if r["ingest_status"] == "failed":
+        if r["ingest_status"] in NOT_LOADED:
             out.print(f"[red]{r['key']}: {r['error']}[/red]")

@@ -4,6 +4,7 @@ from .documents import (
     chunk_rows as chunk_rows,
     fetch_rows as fetch_rows,
     page_records as page_records,
+    parse_ledger as parse_ledger,
     parse_rows_cached as parse_rows_cached,
     prefetch_parses as prefetch_parses,
 )
@@ -33,6 +34,7 @@ from .quality import (
     DOCUMENTS as DOCUMENTS,
     PAGES as PAGES,
     TableSchema as TableSchema,
+    set_aside_documents as set_aside_documents,
     validate as validate,
 )
 from .registry import (

@@ -195,3 +195,29 @@ def validate(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
         )
     context.data_sources.delete(name)
     return results
+
+
+def set_aside_documents(
+    schema: TableSchema, frame: pd.DataFrame, by: str = "document_key"
+) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """A defect stays in its document: the rows of the documents whose own rows pass every
+    blocking rule of ``schema``, and for each document set aside, what its rows fail (the
+    rule, how many rows, examples).
+
+    One validation of the whole frame when it passes (the usual case); otherwise each
+    document's rows are validated alone. A failure no single document explains (two documents'
+    rows clashing) sets nothing aside: the whole frame's blocking check then fails, as before.
+    """
+    blocking = TableSchema(schema.name, tuple(r for r in schema.rules if r.blocking))
+    if frame.empty or all(r.success for r in validate(blocking, frame)):
+        return frame, {}
+    reasons: dict[str, list[str]] = {}
+    for key, rows in frame.groupby(by, sort=True):
+        failed = [r for r in validate(blocking, rows.reset_index(drop=True)) if not r.success]
+        if failed:
+            reasons[str(key)] = [
+                f"{r.rule.name} ({r.rule.description}): {r.unexpected_count} row(s), e.g. "
+                + "; ".join(repr(str(x)[:80]) for x in r.examples[:3])
+                for r in failed
+            ]
+    return frame[~frame[by].astype(str).isin(reasons)].reset_index(drop=True), reasons

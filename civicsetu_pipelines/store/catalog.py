@@ -53,6 +53,10 @@ def build_catalog_rows(
         error = _none(fetched.get("error")) or (errors[0] if errors else None)
         if report is None and error is None:
             error = f"{spec.key}: no structure was produced"
+        set_aside = json.loads(report.get("set_aside") or "[]") if report and not error else []
+        if set_aside:
+            error = (f"{spec.key}: set aside, its previous rows stay served; its chunks fail "
+                     + "; ".join(set_aside))  # fmt: skip
         ok_pages = pages[pages["error"].isna()] if not pages.empty else pages
         docs.append(
             {
@@ -73,7 +77,7 @@ def build_catalog_rows(
                 "sections": report["sections"] if report else 0,
                 "chunks": report["chunks"] if report else 0,
                 "coverage": report["coverage"] if report else None,
-                "ingest_status": "failed" if error else "ok",
+                "ingest_status": "set_aside" if set_aside else "failed" if error else "ok",
                 "error": error,
             }
         )

@@ -51,7 +51,7 @@ from civicsetu_pipelines.store.legal_chunks import (
     store_setting,
     store_stats,
 )
-from civicsetu_pipelines_tests.conftest import StoreEnv
+from civicsetu_pipelines_tests.conftest import STORE_ASSETS, IngestEnv, StoreEnv
 from civicsetu_pipelines_tests.pdfgen import Para, write_pdf
 
 SMALL_PDF = "gujrera_appellate_tribunal_rules_2016.pdf"
@@ -486,6 +486,53 @@ def test_failed_document_keeps_rows_and_removed_document_is_retired(
         else:
             assert now == row
     assert_one_current_per_chunk(env.database_url)
+
+
+def test_a_defect_stays_in_its_document(small_store: StoreEnv) -> None:
+    """A new version of one document whose own chunks fail a blocking check (rule 2 runs 24,000
+    characters with no sub-rule: a fee schedule flattened, over the chunks' length bound): that
+    document is set aside, named by a failed check and in the catalog, its previous rows stay
+    served; the jurisdiction's other document loads its new version in the same run."""
+    env = small_store
+    generated = generated_rules(env.mirror / "generated.pdf")
+    other = registry_entry(GENERATED_KEY, "generated.pdf", sha256_of(generated), SMALL_EFFECTIVE)
+    env.write_registry([small_entry(env), other])
+    assert env.run_store("GUJARAT").success
+    before = {r["row_id"]: r for r in rows_of(env.database_url)}
+    served = {r["row_id"] for r in before.values() if r["document_key"] == GENERATED_KEY}
+    assert served
+
+    fees = f"{BODY} {BODY}"  # a row of about 290 characters; 16 a page
+    pages: list[list[Any]] = [
+        [Para("THE GUJARAT TEST RULES, 2020", bold=True), f"1. Test rule 1.- {BODY}",
+         f"2. Schedule of fees.- {fees}", *[fees] * 14],
+        *[[fees] * 16 for _ in range(5)],
+        [f"3. Test rule 3.- {BODY}"],
+    ]  # fmt: skip
+    write_pdf(generated, pages)
+    change_word(env.mirror / SMALL_PDF)  # the other document changes too, and must load
+    env.write_registry([small_entry(env), {**other, "sha256": sha256_of(generated)}])
+    result = env.run_assets("GUJARAT", [*STORE_ASSETS, "document_catalog"])
+    assert result.success  # the blocking checks pass on what loads
+    checks = IngestEnv.checks(result)
+    set_aside = checks[("section_chunks", "documents_set_aside")]
+    assert not set_aside.passed and GENERATED_KEY in (set_aside.description or "")
+    assert "non_empty_text" in (set_aside.description or "")
+    assert checks[("section_chunks", "non_empty_text")].passed
+    after = {r["row_id"]: r for r in rows_of(env.database_url)}
+    for row_id in served:  # the set-aside document's previous rows: unchanged, still current
+        assert after[row_id] == before[row_id]
+    small_rows = [r for r in after.values() if r["document_key"] == SMALL_KEY]
+    assert any("forty days" in r["text"] and r["status"] == "current" for r in small_rows)
+    assert_one_current_per_chunk(env.database_url)
+    with connect(env.database_url) as conn:
+        status, error = conn.execute(
+            "SELECT ingest_status, error FROM documents WHERE key = %s", (GENERATED_KEY,)
+        ).fetchone()
+    assert status == "set_aside" and "previous rows stay served" in error
+    structure = env.frame("document_structure", "GUJARAT").set_index("document_key")
+    assert "non_empty_text" in structure.loc[GENERATED_KEY, "set_aside"]
+    assert structure.loc[SMALL_KEY, "set_aside"] == "[]"
 
 
 # ------------------------------------------------------------------------- domain level

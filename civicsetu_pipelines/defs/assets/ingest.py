@@ -27,6 +27,7 @@ from civicsetu_pipelines.ingest import (
     load_registry,
     page_records,
     parse_rows_cached,
+    set_aside_documents,
     validate,
 )
 
@@ -235,6 +236,15 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
     },
     check_specs=[
         *_check_specs("section_chunks", CHUNKS),
+        dg.AssetCheckSpec(
+            "documents_set_aside",
+            asset="section_chunks",
+            description=(
+                "No document was set aside: a document whose own chunks fail a blocking check "
+                "is left out of this run (its previous rows stay served, it is named here with "
+                "what failed) and the other documents of the jurisdiction load"
+            ),
+        ),
         *_check_specs("document_structure", DOCUMENTS),
         dg.AssetCheckSpec(
             "sections_contiguous",
@@ -276,14 +286,24 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
             f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
             f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
         )
-    chunk_frame = pd.DataFrame(chunks)
+    # A defect stays in its document: one whose own chunks fail a blocking check is set
+    # aside (named, flagged in document_structure and the catalog; its previous rows stay
+    # served), and the partition's other documents go on to load.
+    chunk_frame, set_aside = set_aside_documents(CHUNKS, pd.DataFrame(chunks))
+    for key, why in set_aside.items():
+        context.log.error(f"{key}: set aside, its chunks fail {'; '.join(why)}")
     report_frame = pd.DataFrame(reports)
+    if len(report_frame):
+        report_frame["set_aside"] = [
+            json.dumps(set_aside.get(str(k), [])) for k in report_frame["document_key"]
+        ]
     yield dg.Output(
         chunk_frame,
         output_name="section_chunks",
         metadata={
             "chunks": len(chunk_frame),
             "documents": len(report_frame),
+            "set_aside": dg.MetadataValue.json(set_aside),
             "min_coverage": float(report_frame["coverage"].min()) if len(report_frame) else 0.0,
             "sample": _markdown(chunk_frame, ["label", "title", "page_start", "text"]),
         },
@@ -298,6 +318,14 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
         },
     )
     yield from _check_results(CHUNKS, chunk_frame, "section_chunks")
+    yield dg.AssetCheckResult(
+        asset_key="section_chunks",
+        check_name="documents_set_aside",
+        passed=not set_aside,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="; ".join(f"{k}: {v[0]}" for k, v in set_aside.items())[:1000] or None,
+        metadata={"documents": dg.MetadataValue.json(set_aside)},
+    )
     yield from _check_results(DOCUMENTS, report_frame, "document_structure")
     problems = {
         row["document_key"]: {
