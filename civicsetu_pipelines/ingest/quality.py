@@ -14,8 +14,13 @@ from typing import Any
 
 import pandas as pd
 
+from civicsetu_pipelines.ingest.kinds import load_kinds
+
+# The numbered units' words come from the kinds (data/kinds.yaml): a kind added there labels
+# its units "<Unit> N" and they pass, with no change here.
+_UNIT_WORDS = "|".join(sorted({kind.unit_label for kind in load_kinds().values()}))
 LABEL_PATTERN = (
-    r"^(?:(?:Section|Rule|Regulation|Question|Paragraph) \d{1,3}[A-Z]{0,2}"
+    rf"^(?:(?:{_UNIT_WORDS}) \d{{1,3}}[A-Z]{{0,2}}"
     r"(?:\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))*(?:-\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))?"
     r"|(?:Form|Annexure|Schedule|Appendix)(?: [A-Z0-9]{1,4})?(?: \[\d+\])?"
     r"|[A-Z][A-Za-z ]{2,60}"
