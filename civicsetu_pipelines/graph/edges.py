@@ -18,6 +18,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from civicsetu_pipelines.graph.references import (
+    Reference,
+    Resolution,
     UnitIndex,
     derivation,
     extract_references,
@@ -32,6 +34,8 @@ EDGE_FIELDS = (
     "confidence", "basis", "note",
 )  # fmt: skip
 CURATED_CONFIDENCE = 0.9
+# A section the RERA Act lacks, in a unit that names another enactment: that enactment's.
+CONTEXT_CONFIDENCE = 0.7
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,9 @@ class Edge:
     evidence_end: int | None = None
     evidence_phrase: str | None = None
     confidence: float = 1.0
-    basis: str = "text"  # structure (HAS_PART) | text (the document's words) | curated
+    # structure (HAS_PART) | text (the document's words) | curated | context (another
+    # enactment's section, named by the enactment its unit names)
+    basis: str = "text"
     note: str | None = None  # why, for curated edges
 
 
@@ -119,11 +125,22 @@ def build_edges(
     by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for chunk in chunks:
         by_doc[str(chunk["document_key"])].append(chunk)
+    rules_documents = sorted(k for k in by_doc if doc_types[k] == "rules")
     for key, doc_chunks in sorted(by_doc.items()):
         doc_type = doc_types[key]
         labels = {str(c["chunk_id"]): str(c["label"]) for c in doc_chunks}
         rule_text: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-        for chunk in sorted(doc_chunks, key=lambda c: int(c["ordinal"])):
+        ordered = sorted(doc_chunks, key=lambda c: int(c["ordinal"]))
+        refs_of = {str(c["chunk_id"]): extract_references(str(c["text"])) for c in ordered}
+        # Other enactments each unit names, in reading order (chunk, offset): a reference to a
+        # section the Act lacks belongs to the nearest one (a judgment's paragraph in parts).
+        named: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
+        for c in ordered:
+            named[str(c["section_label"])] += [
+                (int(c["ordinal"]), r.start, r.enactment)
+                for r in refs_of[str(c["chunk_id"])] if r.enactment
+            ]  # fmt: skip
+        for chunk in ordered:
             cid, label = str(chunk["chunk_id"]), str(chunk["label"])
             parent = chunk.get("parent_id")
             if isinstance(parent, str) and parent in labels:
@@ -146,7 +163,7 @@ def build_edges(
                 )
             if chunk["unit"] == "rule":
                 rule_text[str(chunk["section_label"])].append(chunk)
-            for ref in extract_references(str(chunk["text"])):
+            for ref in refs_of[cid]:
                 if ref.kind == "external":
                     build.edges.append(
                         Edge(
@@ -164,9 +181,22 @@ def build_edges(
                         )  # fmt: skip
                     )
                     continue
-                res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key,
-                              indexes=indexes)  # fmt: skip
+                if ref.kind == "rule" and doc_type != "rules":
+                    # A judgment's, order's or regulation's "rule N" is the state's rules'.
+                    res = _resolve_in_rules(ref, rules_documents, indexes)
+                    if res is None:  # the corpus holds no rules of this jurisdiction
+                        build.edges.append(rules_not_held_edge(key, cid, label, ref, chunk))
+                        continue
+                else:
+                    res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key,
+                                  indexes=indexes)  # fmt: skip
                 if res is None:
+                    continue
+                at = (int(chunk["ordinal"]), ref.start)
+                other = _other_enactment(ref, res, named[str(chunk["section_label"])], at,
+                                         act_key, indexes)  # fmt: skip
+                if other is not None:
+                    build.edges.append(other_enactment_edge(key, cid, label, ref, other))
                     continue
                 build.internal[key] += 1
                 if not res.resolved:
@@ -215,6 +245,67 @@ def build_edges(
                     {"document": doc, "rule": rule, "problem": "no such rule in the document"}
                 )
     return build
+
+
+def _other_enactment(
+    ref: Reference,
+    res: Resolution,
+    named: Sequence[tuple[int, int, str]],
+    at: tuple[int, int],
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+) -> str | None:
+    """The other enactment an unresolved "section N" belongs to, read from its unit's words:
+    when the RERA Act has no section N at all (not even without its sub-section) and the unit
+    names other enactments (``named``: (chunk ordinal, offset, name), "... under Section 14B ...
+    the EPF Act"), the nearest one named before the reference (at ``at``), else the first
+    after it. None otherwise: a missing RERA section stays unresolved, and visible."""
+    if res.resolved or ref.kind != "section" or res.target_document != act_key:
+        return None
+    act = indexes.get(act_key)
+    if act is None or act.finest(f"Section {ref.number}") is not None or not named:
+        return None
+    before = [name for ordinal, start, name in named if (ordinal, start) < at]
+    return before[-1] if before else named[0][2]
+
+
+def _resolve_in_rules(
+    ref: Reference, rules_documents: Sequence[str], indexes: Mapping[str, UnitIndex]
+) -> Resolution | None:
+    """``ref`` (a rule) in the first of the jurisdiction's rules documents that has it; left
+    unresolved against the first when none has it; None when the build holds no rules."""
+    if not rules_documents or ref.label is None:
+        return None
+    for document in rules_documents:
+        index = indexes.get(document)
+        found = index.finest(ref.label) if index else None
+        if found:
+            return Resolution(ref, document, found[0], found[1])
+    return Resolution(ref, rules_documents[0], ref.label, None)
+
+
+def rules_not_held_edge(
+    key: str, cid: str, label: str, ref: Reference, chunk: Mapping[str, Any]
+) -> Edge:
+    """EXTERNAL_REFERENCE to a rule of a state whose rules the corpus does not hold."""
+    state = chunk.get("jurisdiction") or "the jurisdiction"
+    target = f"{str(ref.label).lower()} of the rules of {state} (not in the corpus)"
+    return Edge(
+        "EXTERNAL_REFERENCE", key, cid, label, None, None, target, cid, ref.start, ref.end,
+        ref.phrase, confidence=CONTEXT_CONFIDENCE, basis="context",
+        note=f"a {state} document cites its state's rules; no rules of {state} are registered",
+    )  # fmt: skip
+
+
+def other_enactment_edge(key: str, cid: str, label: str, ref: Reference, enactment: str) -> Edge:
+    """EXTERNAL_REFERENCE to "section N of <enactment>", read from the unit's context."""
+    path = "".join(ref.path)
+    return Edge(
+        "EXTERNAL_REFERENCE", key, cid, label, None, None,
+        f"section {ref.number}{path} of {enactment}", cid, ref.start, ref.end, ref.phrase,
+        confidence=CONTEXT_CONFIDENCE, basis="context",
+        note=f"the RERA Act has no section {ref.number}; the unit names the {enactment}",
+    )  # fmt: skip
 
 
 def _derive(

@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from civicsetu_pipelines.graph.statutes import load_statutes
+
 _NUM = r"\d{1,3}[A-Z]{0,2}(?!,\d)"  # not the "10" of an amount "10,000"
 _SUB = r"\(\s*\d{1,3}[A-Z]?\s*\)"
 _CLAUSE = r"\(\s*[a-z]{1,2}\s*\)"
@@ -43,7 +45,7 @@ _CHAIN = re.compile(
       (?P<subkind>(?i:sub-sections?|sub\s*sections?|sub-rules?|sub\s*rules?))
       \s+(?P<sub>{_SUB}(?:{_AND}{_SUB})*)\s+of\s+
     )?
-    (?P<kind>(?i:sections?|(?<![A-Za-z])s\.|rules?)|regulations?)\s*  # "Regulation": a name
+    (?P<kind>(?i:sections?|(?<![A-Za-z.])s\.|rules?)|regulations?)\s*  # "Regulation": a name
     # ("Rs. 600" is rupees, not "s. 600")
     (?P<numbers>{_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?(?:\s*{_SUBCLAUSE})?
        (?:(?:{_AND}|\s+to\s+){_NUM}(?:\s*{_SUB})?(?:\s*{_CLAUSE})?)*)
@@ -68,14 +70,6 @@ _OF_THIS_ACT = re.compile(r"^\s*of\s+(?:this|the)\s+(?:Act|said\s+Act)\b", re.IG
 _OF_RERA = re.compile(
     r"^\s*of\s+the\s+Real\s+Estate\s*\(Regulation\s+and\s+Development\)\s+Act", re.IGNORECASE
 )
-_KNOWN_EXTERNAL = re.compile(
-    r"\b(?:Indian\s+Penal\s+Code|Code\s+of\s+Civil\s+Procedure|Code\s+of\s+Criminal\s+Procedure"
-    r"|Companies\s+Act|Consumer\s+Protection\s+Act|Indian\s+Contract\s+Act|Registration\s+Act"
-    r"|Transfer\s+of\s+Property\s+Act|Architects\s+Act|Limitation\s+Act|Arbitration\s+and"
-    r"\s+Conciliation\s+Act|Income[- ]tax\s+Act|Right\s+to\s+Information\s+Act)"
-    r"(?:,?\s*(?:1[89]\d{2}|20\d{2}))?",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,8 @@ class Reference:
     number: str | None  # "18", "4A", "A" (form); None for this_act / these_rules / external
     path: tuple[str, ...] = ()  # ("(2)", "(a)") below the number
     proviso: bool = False
-    external: str | None = None  # the other enactment's name, for kind "external"
+    external: str | None = None  # what is cited of another enactment, for kind "external"
+    enactment: str | None = None  # that enactment's name (data/statutes.yaml's when known)
     start: int = 0
     end: int = 0
     phrase: str = ""
@@ -135,7 +130,9 @@ def _expand(numbers: str) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def extract_references(text: str) -> list[Reference]:
-    """Every reference in ``text``, in order of appearance."""
+    """Every reference in ``text``, in order of appearance. Other enactments are named as
+    ``data/statutes.yaml`` names them when it knows them (aliases and abbreviations too)."""
+    statutes = load_statutes()
     refs: list[Reference] = []
     taken: list[tuple[int, int]] = []
     for match in _CHAIN.finditer(text):
@@ -147,13 +144,21 @@ def extract_references(text: str) -> list[Reference]:
         after = text[match.end() : match.end() + 120]
         external = None
         bridge = _BRIDGE.match(after)  # "... 228 for the purposes of section 196 of the IPC"
-        ext = _EXTERNAL_AFTER.match(after[bridge.end() :] if bridge else after)
-        if ext and bridge and _OF_THIS_ACT.match(after[bridge.end() :]):
-            ext = None
+        beyond = after[bridge.end() :] if bridge else after
         span_end = match.end()
-        if ext and not _OF_RERA.match(after) and not _OF_THIS_ACT.match(after):
+        # A statute of data/statutes.yaml ("of the EPF Act", "of the Cr.P.C."), else any
+        # "of the <Name> Act|Code, <year>" but this Act's own names.
+        known = statutes.named_at(beyond)
+        ext = None if known else _EXTERNAL_AFTER.match(beyond)
+        if ext and bridge and _OF_THIS_ACT.match(beyond):
+            ext = None
+        if known and not _OF_RERA.match(after):
+            external = known[0]
+            span_end = match.end() + known[1] + (bridge.end() if bridge else 0)
+        elif ext and not _OF_RERA.match(after) and not _OF_THIS_ACT.match(after):
             name = re.sub(r"\s+", " ", ext.group("name")).strip()
-            external = f"{name}, {ext.group('year')}" if ext.group("year") else name
+            written = f"{name}, {ext.group('year')}" if ext.group("year") else name
+            external = statutes.canonical(written)
             span_end = match.end() + ext.end() + (bridge.end() if bridge else 0)
         subs = _tokens(match.group("sub"), _SUB)
         clauses = _tokens(match.group("clause"), _CLAUSE)
@@ -169,6 +174,7 @@ def extract_references(text: str) -> list[Reference]:
                         path=() if external else path,
                         proviso=bool(match.group("proviso")),
                         external=f"{kind} {number} of {external}" if external else None,
+                        enactment=external,
                         start=match.start(),
                         end=match.end(),
                         phrase=phrase,
@@ -185,13 +191,19 @@ def extract_references(text: str) -> list[Reference]:
                 phrase=match.group(0),
             )  # fmt: skip
         )
-    for match in _KNOWN_EXTERNAL.finditer(text):
-        if any(s <= match.start() < e for s, e in taken):
+    for named in statutes.find(text):
+        if any(s <= named.start < e for s, e in taken):
             continue
-        name = re.sub(r"\s+", " ", match.group(0)).strip()
+        phrase = re.sub(r"\s+", " ", text[named.start : named.end])
         refs.append(
             Reference(
-                "external", None, external=name, start=match.start(), end=match.end(), phrase=name
+                "external",
+                None,
+                external=named.statute,
+                enactment=named.statute,
+                start=named.start,
+                end=named.end,
+                phrase=phrase,
             )  # fmt: skip
         )
     for pattern, kind in ((_SELF_ACT, "this_act"), (_SELF_RULES, "these_rules")):

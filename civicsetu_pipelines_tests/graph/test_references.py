@@ -3,6 +3,8 @@ and rules, external enactments, finest-unit resolution and rule-to-Act derivatio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from civicsetu_pipelines.graph.references import (
@@ -12,6 +14,7 @@ from civicsetu_pipelines.graph.references import (
     is_framing_rule,
     resolve,
 )
+from civicsetu_pipelines.graph.statutes import load_statutes
 
 
 def refs(text: str) -> list[tuple[str, str | None]]:
@@ -70,7 +73,7 @@ def test_evidence_offsets_quote_the_phrase() -> None:
         ),
         (
             "punishable under section 420 of the Indian Penal Code",
-            "section 420 of Indian Penal Code",
+            "section 420 of Indian Penal Code, 1860",  # the data file's name for it
         ),
         ("a company registered under the Companies Act, 2013", "Companies Act, 2013"),
         ("under the Consumer Protection Act, 1986", "Consumer Protection Act, 1986"),
@@ -81,6 +84,34 @@ def test_other_enactments_are_external_never_rera_sections(text: str, name: str)
     assert [r.kind for r in found] == ["external"]
     assert found[0].external == name
     assert found[0].number is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("orders passed under Section 14B of the EPF Act on or after",
+         ["section 14B of Employees' Provident Funds and Miscellaneous Provisions Act, 1952"]),
+        ("sections 4 and 5 of the Cr.P.C. apply",
+         ["section 4 of Code of Criminal Procedure, 1973",
+          "section 5 of Code of Criminal Procedure, 1973"]),
+        ("under section 7 of MOFA the promoter",
+         ["section 7 of Maharashtra Ownership Flats (Regulation of the Promotion of Construction, "
+          "Sale, Management and Transfer) Act, 1963"]),
+        ("a company under the Companies Act 2013 and an offence under the IPC",
+         ["Companies Act, 2013", "Indian Penal Code, 1860"]),
+    ],
+)  # fmt: skip
+def test_abbreviations_and_short_titles_name_the_statute_of_the_data_file(
+    text: str, expected: list[str]
+) -> None:
+    """data/statutes.yaml names each enactment once, whichever way a document writes it."""
+    found = extract_references(text)
+    assert [r.kind for r in found] == ["external"] * len(expected)
+    assert [r.external for r in found] == expected
+
+
+def test_an_abbreviation_in_lower_case_is_a_word_not_a_statute() -> None:
+    assert extract_references("the ipc and mofa words, a bns test") == []
 
 
 def test_section_of_this_act_or_rera_stays_internal() -> None:
@@ -181,8 +212,8 @@ def test_sections_of_another_code_across_a_bridge_are_external() -> None:
         "purposes of section 19 of the Act"
     )
     found = [(r.kind, r.label or r.external) for r in extract_references(text)]
-    assert ("external", "section 193 of Indian Penal Code") in found
-    assert ("external", "section 228 of Indian Penal Code") in found
+    assert ("external", "section 193 of Indian Penal Code, 1860") in found
+    assert ("external", "section 228 of Indian Penal Code, 1860") in found
     assert ("external", "section 195 of Code of Criminal Procedure, 1973") in found
     assert ("section", "Section 18") in found and ("section", "Section 19") in found
 
@@ -200,8 +231,33 @@ def test_a_list_of_sections_of_another_act_across_a_line_break_is_external() -> 
     assert found[0].external == "section 123 of Indian Evidence Act, 1872"
 
 
+def test_a_us_reports_citation_is_no_section() -> None:
+    """A judgment cites "West Virginia vs. Barnette, 319 U.S. 624 (1943)": the "S. 624" of
+    "U.S." was read as a citation of the RERA Act's (missing) section 624."""
+    assert extract_references("West Virginia vs. Barnette, 319 U.S. 624 (1943)") == []
+    assert [r.label for r in extract_references("see s. 12 and S. 14")] == [
+        "Section 12",
+        "Section 14",
+    ]
+
+
 def test_rupee_amounts_are_not_sections() -> None:
     """Judgments and OCR'd rules print amounts as "Rs. 600" and "Rs.10,000": read as "s. 600"
     and "s.10" they were citations of sections that do not exist."""
     text = "a fee of Rs. 600, a deposit of Rs.10,000 and Rs.1,46,10,000 under s. 124, 126"
     assert [r.label for r in extract_references(text)] == ["Section 124", "Section 126"]
+
+
+def test_a_statute_alias_that_would_match_ordinary_words_is_refused(tmp_path: Path) -> None:
+    """An unquoted YAML alias with a comma splits in two ("... (Construction" and "Sale) Act"):
+    the file is refused, naming the piece that names no enactment, rather than matching
+    ordinary words."""
+    bad = tmp_path / "statutes.yaml"
+    bad.write_text(
+        "schema_version: 1\nstatutes:\n"
+        "  - name: Maharashtra Ownership Flats Act, 1963\n"
+        "    aliases: [Maharashtra Ownership Flats (Construction, Sale) Act, MOFA]\n"
+    )
+    with pytest.raises(ValueError, match=r"statute #1") as refused:
+        load_statutes(bad)
+    assert "alias 'Maharashtra Ownership Flats (Construction' names no Act" in str(refused.value)
