@@ -37,7 +37,7 @@ def main() -> int:
 
     settings = Settings.from_env()
     config = embedding_config_from_env()
-    models = settings.state_dir / "models"
+    models = settings.models_dir
     texts, units = current_chunks(settings)
     halves = {half: governed_questions(half) for half in ("dev", "test")}
     pipeline = OnnxEmbedder(config, models, folder=ensure_onnx_model(config, models))

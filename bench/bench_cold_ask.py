@@ -91,7 +91,7 @@ def golden_identity() -> tuple[int, list[str]]:
     settings = Settings.from_env()
     url = resolve_database_url(settings)
     config = embedding_config_from_env()
-    models = settings.state_dir / "models"
+    models = settings.models_dir
     answer_settings = dataclasses.replace(settings_from_env(), llm=None)
     answers: dict[str, dict[str, tuple[Any, ...]]] = {}
     golden = load_golden()

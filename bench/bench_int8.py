@@ -123,7 +123,7 @@ def governed_questions(split: str | None = None) -> list[tuple[str, tuple[str, .
 def main() -> int:
     settings = Settings.from_env()
     config = embedding_config_from_env()
-    models = settings.state_dir / "models"
+    models = settings.models_dir
     texts, units = current_chunks(settings)
     questions = governed_questions()
 

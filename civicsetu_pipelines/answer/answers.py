@@ -287,7 +287,7 @@ def default_query_embedder() -> QueryEmbedder:
     from civicsetu_pipelines.base import Settings
     from civicsetu_pipelines.store import embedding_config_from_env, open_embedder
 
-    models = Settings.from_env().state_dir / "models"
+    models = Settings.from_env().models_dir
     return QueryEmbedder(open_embedder(embedding_config_from_env(), models, threads=1))
 
 

@@ -4,9 +4,11 @@ and the project's versioned YAML data files read."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,3 +72,16 @@ def read_data_entries(path: Path, key: str, model: type[_Model], noun: str) -> l
         except ValidationError as exc:
             raise ValueError(f"{path}: {noun} #{index}: {exc}") from None
     return out
+
+
+@contextlib.contextmanager
+def directory_lock(path: Path) -> Iterator[None]:
+    """Exclusive across threads and processes while the block runs: an ``flock`` on the
+    directory ``path`` itself (created if missing), so no lock file is left in it."""
+    path.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock

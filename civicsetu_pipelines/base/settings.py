@@ -51,6 +51,11 @@ ENV_NEO4J_DATABASE = "NEO4J_DATABASE"
 # Celery: the broker (and result backend) of `--executor celery`; unset, the embedded Redis that
 # `civicsetu workers start` runs under the state directory.
 ENV_CELERY_BROKER_URL = "CIVICSETU_CELERY_BROKER_URL"
+# Caches that several state directories may share (the test suite shares one of each per run):
+# parsed pages by fingerprint (default <state>/storage/parse_cache) and the extracted models with
+# their ONNX exports (default <state>/models).
+ENV_PARSE_CACHE = "CIVICSETU_PARSE_CACHE"
+ENV_MODELS_DIR = "CIVICSETU_MODELS_DIR"
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
@@ -69,6 +74,8 @@ class Settings:
     enable_seed_states: bool
     offline: bool
     registry_paths: tuple[Path, ...] = ()  # empty: the packaged documents.yaml
+    parse_cache_override: Path | None = None  # CIVICSETU_PARSE_CACHE; None: under the state dir
+    models_override: Path | None = None  # CIVICSETU_MODELS_DIR; None: under the state dir
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -89,7 +96,20 @@ class Settings:
                 for p in (os.environ.get(ENV_REGISTRY) or "").split(os.pathsep)
                 if p.strip()
             ),
+            parse_cache_override=_path_or_none(os.environ.get(ENV_PARSE_CACHE)),
+            models_override=_path_or_none(os.environ.get(ENV_MODELS_DIR)),
         )
+
+    @property
+    def parse_cache(self) -> Path:
+        """Parsed pages by fingerprint: ``CIVICSETU_PARSE_CACHE``, else under the state dir."""
+        return self.parse_cache_override or parse_cache_dir(self.state_dir)
+
+    @property
+    def models_dir(self) -> Path:
+        """Extracted models and their ONNX exports: ``CIVICSETU_MODELS_DIR``, else
+        ``<state>/models``."""
+        return self.models_override or models_dir(self.state_dir)
 
     @property
     def dagster_home(self) -> Path:
@@ -111,9 +131,20 @@ def reports_dir(state_dir: Path | str) -> Path:
     return Path(state_dir) / "reports"
 
 
-def parse_cache_dir(state_dir: Path | str) -> Path:
-    """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code)."""
-    return Path(state_dir) / "storage" / "parse_cache"
+def parse_cache_dir(state_dir: Path | str, override: Path | str | None = None) -> Path:
+    """Parsed pages by fingerprint (PDF sha256, page ranges, language, parser code, Tesseract):
+    ``override`` when given (``CIVICSETU_PARSE_CACHE``), else under the state dir."""
+    return Path(override) if override else Path(state_dir) / "storage" / "parse_cache"
+
+
+def models_dir(state_dir: Path | str, override: Path | str | None = None) -> Path:
+    """Extracted models and their ONNX exports: ``override`` when given
+    (``CIVICSETU_MODELS_DIR``), else ``<state>/models``."""
+    return Path(override) if override else Path(state_dir) / "models"
+
+
+def _path_or_none(value: str | None) -> Path | None:
+    return Path(value).resolve() if value and value.strip() else None
 
 
 def env_is_set(name: str) -> bool:

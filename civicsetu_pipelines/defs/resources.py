@@ -39,16 +39,19 @@ from civicsetu_pipelines.base import (
     ENV_LLM_BASE_URL,
     ENV_LLM_MODEL,
     ENV_MIRROR_DIRS,
+    ENV_MODELS_DIR,
     ENV_NEO4J_DATABASE,
     ENV_NEO4J_PASSWORD,
     ENV_NEO4J_URI,
     ENV_NEO4J_USER,
     ENV_NEO4J_USERNAME,
+    ENV_PARSE_CACHE,
     ENV_STATE_DIR,
     REPO_ROOT,
     Settings,
     env_is_set,
     env_value,
+    models_dir,
     parse_cache_dir,
     pdf_cache_dir,
     reports_dir,
@@ -76,6 +79,11 @@ class CorpusResource(dg.ConfigurableResource):
     )
     offline: bool = Field(default=False, description="Never touch the network")
     ocr: bool = Field(default=True, description="OCR pages without a text layer (Tesseract)")
+    parse_cache_dir: str = Field(
+        default="",
+        description="Parsed pages by fingerprint, shareable by several state directories; "
+        "empty = <state_dir>/storage/parse_cache",
+    )
 
     @property
     def pdf_cache(self) -> Path:
@@ -83,7 +91,7 @@ class CorpusResource(dg.ConfigurableResource):
 
     @property
     def parse_cache(self) -> Path:
-        return parse_cache_dir(self.state_dir)
+        return parse_cache_dir(self.state_dir, self.parse_cache_dir)
 
     @property
     def reports(self) -> Path:
@@ -179,6 +187,7 @@ def default_resources() -> dict[str, object]:
             state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
             mirror_dirs=_env(ENV_MIRROR_DIRS, ":".join(str(p) for p in settings.mirror_dirs)),
             offline=settings.offline,
+            parse_cache_dir=_env(ENV_PARSE_CACHE, ""),
         ),
         "embedder": EmbeddingResource(
             model=_env(ENV_EMBED_MODEL, PACKAGED_MODEL),
@@ -189,6 +198,7 @@ def default_resources() -> dict[str, object]:
             device=_env(ENV_EMBED_DEVICE, "cpu"),
             runtime=_env(ENV_EMBED_RUNTIME, "onnx"),
             state_dir=_env(ENV_STATE_DIR, str(settings.state_dir)),
+            models_dir=_env(ENV_MODELS_DIR, ""),
         ),
         "postgres": PostgresResource(
             database_url=_env(ENV_DATABASE_URL, ""),
@@ -236,6 +246,14 @@ class EmbeddingResource(dg.ConfigurableResource):
         "(sentence-transformers)",
     )
     state_dir: str = Field(default=str(REPO_ROOT / ".civicsetu"), description="State directory")
+    models_dir: str = Field(
+        default="",
+        description="Extracted models and their ONNX exports, shareable by several state "
+        "directories; empty = <state_dir>/models",
+    )
+
+    def _models(self) -> str:
+        return str(models_dir(Path(self.state_dir).resolve(), self.models_dir or None))
 
     def config(self) -> EmbeddingConfig:
         return EmbeddingConfig(
@@ -252,10 +270,10 @@ class EmbeddingResource(dg.ConfigurableResource):
         """The model, shared by every run of this process: in a worker process of its own, so
         it loads while this process fetches and parses; in this process when it is a daemonic
         one (a Celery worker's pool process, which may not start children)."""
-        key = (self.config(), str(Path(self.state_dir).resolve()))
+        key = (self.config(), self._models())
         with _EMBEDDERS_LOCK:
             if key not in _EMBEDDERS:
-                models = Path(key[1]) / "models"
+                models = Path(key[1])
                 _EMBEDDERS[key] = (
                     open_embedder(key[0], models)
                     if multiprocessing.current_process().daemon
@@ -266,10 +284,10 @@ class EmbeddingResource(dg.ConfigurableResource):
     def query_embedder(self) -> QueryEmbedder:
         """The model in this process for questions (one short text each; one thread), shared by
         every run of this process."""
-        key = (self.config(), str(Path(self.state_dir).resolve()))
+        key = (self.config(), self._models())
         with _EMBEDDERS_LOCK:
             if key not in _QUERY_EMBEDDERS:
-                models = Path(key[1]) / "models"
+                models = Path(key[1])
                 _QUERY_EMBEDDERS[key] = QueryEmbedder(open_embedder(key[0], models, threads=1))
             return _QUERY_EMBEDDERS[key]
 
@@ -282,6 +300,7 @@ def warm_up_embedder() -> None:
 def embedding_resource_from_env() -> EmbeddingResource:
     """The embedder resource with the environment's values resolved (for use outside a run)."""
     config = embedding_config_from_env()
+    settings = Settings.from_env()
     return EmbeddingResource(
         model=config.model,
         dimension=config.dimension,
@@ -290,5 +309,6 @@ def embedding_resource_from_env() -> EmbeddingResource:
         batch_size=config.batch_size,
         device=config.device,
         runtime=config.runtime,
-        state_dir=str(Settings.from_env().state_dir),
+        state_dir=str(settings.state_dir),
+        models_dir=str(settings.models_override or ""),
     )

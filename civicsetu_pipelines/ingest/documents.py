@@ -12,16 +12,19 @@ import hashlib
 import json
 import os
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document
 from civicsetu_pipelines.ingest.legal_structure import build_chunks
+from civicsetu_pipelines.ingest.ocr import tesseract_identity
 from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf
 from civicsetu_pipelines.ingest.registry import DocumentSpec, PageRangeError
 
 PAGE_JSON_COLUMNS = ("rows", "margin_notes", "removed", "flags")
+PARSE_LEDGER = "parses.jsonl"  # in a parse cache: one line per parse actually made
 
 
 def fetch_rows(
@@ -63,17 +66,29 @@ def fetch_rows(
 
 def parse_rows(spec: DocumentSpec, path: Path, *, ocr: bool = True) -> list[dict[str, Any]]:
     """Parse one document's pages to rows; raises :class:`PdfError` naming the document."""
+    count, pages = _pages_to_ingest(spec, path)
+    parsed = parse_pdf(spec.key, path, pages=pages, language=spec.language, ocr=ocr)
+    return _page_rows(spec, count, [dataclasses.asdict(page) for page in parsed])
+
+
+def _pages_to_ingest(spec: DocumentSpec, path: Path) -> tuple[int, list[int]]:
+    """The PDF's page count and the 0-based pages of it the registry entry ingests."""
     doc = open_pdf(spec.key, path)
     count = doc.page_count
     doc.close()
     try:
-        pages = spec.pages_to_ingest(count)
+        return count, spec.pages_to_ingest(count)
     except PageRangeError as exc:
         raise PdfError(spec.key, str(exc)) from exc
-    parsed = parse_pdf(spec.key, path, pages=pages, language=spec.language, ocr=ocr)
+
+
+def _page_rows(
+    spec: DocumentSpec, count: int, parsed: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Parsed pages (``ParsedPage`` as dicts) as the ``parsed_pages`` rows of ``spec``."""
     out = []
     for page in parsed:
-        record = dataclasses.asdict(page)
+        record = dict(page)
         for column in PAGE_JSON_COLUMNS:
             record[column] = json.dumps(record[column], ensure_ascii=False)
         record.update(
@@ -97,13 +112,16 @@ def _source_hash(*modules: str) -> str:
     return digest.hexdigest()
 
 
-def parse_fingerprint(spec: DocumentSpec, sha256: str, ocr: bool) -> str:
-    """What a document's parse depends on: its bytes, page ranges, language and the parser."""
+def pages_fingerprint(sha256: str, pages: Sequence[int], language: str, ocr: bool) -> str:
+    """What a parse of a PDF's ``pages`` depends on: its bytes, the pages, the language, the
+    parser and, when it may OCR, the Tesseract and language data that would read scanned pages.
+    Nothing of the registry entry: the same file parsed by ``inspect`` and by a run is one."""
     payload = {
         "sha256": sha256,
-        "page_ranges": spec.page_ranges,
-        "language": spec.language,
+        "pages": list(pages),
+        "language": language,
         "ocr": ocr,
+        "tesseract": tesseract_identity() if ocr else "",
         "parser": _source_hash(
             "civicsetu_pipelines.ingest.pages",
             "civicsetu_pipelines.ingest.ocr",
@@ -113,15 +131,46 @@ def parse_fingerprint(spec: DocumentSpec, sha256: str, ocr: bool) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def parse_fingerprint(spec: DocumentSpec, sha256: str, ocr: bool, page_count: int) -> str:
+    """:func:`pages_fingerprint` of the pages ``spec`` ingests from a PDF of ``page_count``."""
+    return pages_fingerprint(sha256, spec.pages_to_ingest(page_count), spec.language, ocr)
+
+
 def parse_rows_cached(
     spec: DocumentSpec, path: Path, sha256: str, cache_dir: Path, *, ocr: bool = True
 ) -> tuple[list[dict[str, Any]], bool]:
     """:func:`parse_rows`, reused from ``cache_dir`` when nothing it depends on changed.
 
-    Returns the rows and whether they came from the cache. Parses with pages left needing OCR
-    are not cached, so installing Tesseract later takes effect.
+    Returns the rows and whether they came from the cache (see :func:`parse_pages_cached`).
     """
-    fingerprint = parse_fingerprint(spec, sha256, ocr)
+    count, pages = _pages_to_ingest(spec, path)
+    parsed, reused = parse_pages_cached(
+        spec.key, path, sha256, cache_dir, pages=pages, language=spec.language, ocr=ocr
+    )
+    return _page_rows(spec, count, parsed), reused
+
+
+def parse_pages_cached(
+    key: str,
+    path: Path,
+    sha256: str,
+    cache_dir: Path,
+    *,
+    pages: Sequence[int],
+    language: str,
+    ocr: bool = True,
+) -> tuple[list[dict[str, Any]], bool]:
+    """The PDF's ``pages`` parsed (``ParsedPage`` as dicts), reused from ``cache_dir`` when
+    nothing they depend on changed (:func:`pages_fingerprint`); ``key`` names the document in
+    errors and in the ledger.
+
+    Returns the pages and whether they came from the cache. Parses with pages left needing OCR
+    are not cached, so installing Tesseract later takes effect. Every parse actually made is
+    recorded in the cache's ledger (:data:`PARSE_LEDGER`, one JSON line each: document,
+    fingerprint, pages, OCR'd pages, seconds, pid, time), so a cache shared by several state
+    directories or processes shows what was parsed, and OCR'd, more than once.
+    """
+    fingerprint = pages_fingerprint(sha256, pages, language, ocr)
     cache = cache_dir / f"{fingerprint}.json"
     if cache.is_file():
         return json.loads(cache.read_text()), True
@@ -133,12 +182,36 @@ def parse_rows_cached(
         fcntl.flock(lock, fcntl.LOCK_EX)
         if cache.is_file():
             return json.loads(cache.read_text()), True
-        rows = parse_rows(spec, path, ocr=ocr)
-        if not any("needs_ocr" in json.loads(row["flags"]) for row in rows):
+        began = time.monotonic()
+        parsed = parse_pdf(key, path, pages=list(pages), language=language, ocr=ocr)
+        out = [dataclasses.asdict(page) for page in parsed]
+        cached = not any("needs_ocr" in page.flags for page in parsed)
+        if cached:
             tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(rows, ensure_ascii=False))
+            tmp.write_text(json.dumps(out, ensure_ascii=False))
             os.replace(tmp, cache)
-    return rows, False
+        record = {
+            "document": key,
+            "fingerprint": fingerprint,
+            "pages": len(parsed),
+            "ocr_pages": sum("ocr" in page.flags for page in parsed),
+            "seconds": round(time.monotonic() - began, 3),
+            "cached": cached,
+            "pid": os.getpid(),
+            "at": time.time(),
+        }
+        with open(cache_dir / PARSE_LEDGER, "a", encoding="utf-8") as ledger:
+            ledger.write(json.dumps(record) + "\n")
+    return out, False
+
+
+def parse_ledger(cache_dir: Path, *, since: float = 0.0) -> list[dict[str, Any]]:
+    """The parses recorded in ``cache_dir``'s ledger at or after ``since`` (a Unix time)."""
+    path = cache_dir / PARSE_LEDGER
+    if not path.is_file():
+        return []
+    records = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return [r for r in records if float(r["at"]) >= since]
 
 
 def prefetch_parses(

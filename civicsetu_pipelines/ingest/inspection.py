@@ -12,14 +12,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from civicsetu_pipelines.base import sha256_file
+from civicsetu_pipelines.ingest.documents import parse_pages_cached
 from civicsetu_pipelines.ingest.headings import UNIT_WORD
 from civicsetu_pipelines.ingest.kinds import kind_names, load_kinds
 from civicsetu_pipelines.ingest.legal_structure import build_chunks, read_structure
-from civicsetu_pipelines.ingest.pages import parse_pdf
+from civicsetu_pipelines.ingest.pages import open_pdf, parse_pdf
 from civicsetu_pipelines.ingest.registry import page_spans
 
 KINDS = kind_names()
-DETECT_PAGES = 4  # the kind is read from the first pages
+DETECT_PAGES = 4  # the kind is read from the first pages with body text (not a bilingual
+# gazette's pages in another language or a legacy font, which parsing leaves empty)
 
 
 def detect_kind(text: str) -> tuple[str, str]:
@@ -47,18 +50,29 @@ def inspect_pdf(
     language: str = "eng",
     pages: Sequence[int] | None = None,
     ocr: bool = True,
+    parse_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Parse ``path`` as the pipeline would and report its units, coverage and checks.
 
-    ``pages`` are 0-based page indexes (all by default). Raises the parser's
+    ``pages`` are 0-based page indexes (all by default). With ``parse_cache``, the pages come
+    from (and go to) the pipeline's parse cache: a scanned PDF is OCR'd once, whether a run or
+    ``inspect`` read it first. Raises the parser's
     :class:`~civicsetu_pipelines.ingest.pages.PdfError` for a file that cannot be read.
     """
     if kind != "auto" and kind not in KINDS:
         raise ValueError(f"unknown kind {kind!r}; one of auto, {', '.join(KINDS)}")
-    parsed = [dataclasses.asdict(p) for p in parse_pdf(path.stem, path, pages, language, ocr)]
+    if parse_cache is None:
+        parsed = [dataclasses.asdict(p) for p in parse_pdf(path.stem, path, pages, language, ocr)]
+    else:
+        if pages is None:
+            with open_pdf(path.stem, path) as doc:
+                pages = list(range(doc.page_count))
+        parsed, _ = parse_pages_cached(path.stem, path, sha256_file(path), parse_cache,
+                                       pages=pages, language=language, ocr=ocr)  # fmt: skip
     reason = "given"
     if kind == "auto":
-        kind, reason = detect_kind("\n".join(p["text"] for p in parsed[:DETECT_PAGES]))
+        read = [p["text"] for p in parsed if p["text"].strip()][:DETECT_PAGES]
+        kind, reason = detect_kind("\n".join(read))
     structure = read_structure(parsed, kind)
     _chunks, report = build_chunks(parsed, document_key=path.stem, jurisdiction="INSPECT",
                                    doc_type=kind, structure=structure)  # fmt: skip

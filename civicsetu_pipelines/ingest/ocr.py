@@ -8,6 +8,8 @@ come back in PDF points so OCR'd lines sit where a text layer's would.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 import shutil
@@ -54,6 +56,32 @@ class OcrLine(NamedTuple):
 
 def tesseract_available() -> bool:
     return shutil.which("tesseract") is not None
+
+
+def tesseract_identity() -> str:
+    """What an OCR'd page depends on besides the page: the ``tesseract`` found on ``PATH``, its
+    version and the sha256 of every language data file it reads ("" when there is none).
+
+    Part of the parse cache's key, so a Tesseract or language-data upgrade parses again.
+    Computed once per process for each ``tesseract`` executable.
+    """
+    executable = shutil.which("tesseract")
+    return _tesseract_identity(executable) if executable else ""
+
+
+@functools.cache
+def _tesseract_identity(executable: str) -> str:
+    def output(*args: str) -> str:
+        done = subprocess.run([executable, *args], capture_output=True, text=True, timeout=60)
+        return done.stdout + done.stderr
+
+    digest = hashlib.sha256(output("--version").splitlines()[0].encode())
+    listing = re.search(r'"([^"]+)"', output("--list-langs"))
+    if listing:
+        for data in sorted(Path(listing.group(1)).glob("*.traineddata")):
+            digest.update(data.name.encode())
+            digest.update(hashlib.sha256(data.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def scan_dpi(page: pymupdf.Page) -> int:

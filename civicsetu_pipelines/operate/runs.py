@@ -23,7 +23,6 @@ import dagster as dg
 from civicsetu_pipelines.base import (
     Settings,
     output_settings,
-    parse_cache_dir,
     pdf_cache_dir,
     process_alive,
 )
@@ -131,7 +130,7 @@ def run_partitions(
             kwargs={
                 "mirror_dirs": list(settings.mirror_dirs),
                 "pdf_cache": pdf_cache_dir(settings.state_dir),
-                "parse_cache": parse_cache_dir(settings.state_dir),
+                "parse_cache": settings.parse_cache,
                 "offline": settings.offline,
             },
             name="civicsetu-prefetch",

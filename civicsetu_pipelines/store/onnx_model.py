@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from civicsetu_pipelines.base import model_hub_offline, sha256_file, write_atomic
+from civicsetu_pipelines.base import directory_lock, model_hub_offline, sha256_file, write_atomic
 from civicsetu_pipelines.store.embedding import (
     Embedder,
     EmbeddingConfig,
@@ -141,7 +141,11 @@ def ensure_onnx_model(config: EmbeddingConfig, models_dir: Path) -> Path:
     torch and sentence-transformers); its files are checked by :func:`verify_export`."""
     target = export_dir(config, models_dir)
     if not (target / "meta.json").is_file():
-        export_onnx(config, models_dir, target)
+        # One export at a time per model folder, across processes (workers, test runs sharing
+        # CIVICSETU_MODELS_DIR): the others wait for it and use it instead of exporting again.
+        with directory_lock(target.parent):
+            if not (target / "meta.json").is_file():
+                export_onnx(config, models_dir, target)
     return target
 
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
-from civicsetu_pipelines.ingest.documents import parse_fingerprint, parse_rows_cached
+from civicsetu_pipelines.ingest.documents import (
+    pages_fingerprint,
+    parse_fingerprint,
+    parse_ledger,
+    parse_rows_cached,
+)
 from civicsetu_pipelines.ingest.registry import load_registry
 from civicsetu_pipelines.operate.freshness import partition_fingerprint
 from civicsetu_pipelines.store.embedding import sha256_file
@@ -63,12 +69,56 @@ def test_concurrent_parses_of_one_document_parse_it_once(corpus: Path, tmp_path:
 
 def test_parse_fingerprint_follows_what_the_parse_depends_on(corpus: Path) -> None:
     spec = load_registry(include_seed=False).get(KEY)
-    base = parse_fingerprint(spec, "a" * 64, ocr=True)
-    assert parse_fingerprint(spec, "a" * 64, ocr=True) == base
-    assert parse_fingerprint(spec, "b" * 64, ocr=True) != base
-    assert parse_fingerprint(spec, "a" * 64, ocr=False) != base
+    base = parse_fingerprint(spec, "a" * 64, ocr=True, page_count=10)
+    assert parse_fingerprint(spec, "a" * 64, ocr=True, page_count=10) == base
+    assert parse_fingerprint(spec, "b" * 64, ocr=True, page_count=10) != base
+    assert parse_fingerprint(spec, "a" * 64, ocr=False, page_count=10) != base
     narrower = spec.model_copy(update={"page_ranges": ((1, 2),)})
-    assert parse_fingerprint(narrower, "a" * 64, ocr=True) != base
+    assert parse_fingerprint(narrower, "a" * 64, ocr=True, page_count=10) != base
+    # the same pages of the same file are one parse, whichever registry entry reads them
+    same = pages_fingerprint("a" * 64, spec.pages_to_ingest(10), spec.language, ocr=True)
+    assert same == base
+
+
+def test_the_tesseract_that_reads_scans_is_part_of_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Tesseract upgrade (or new language data) parses again: another ``tesseract`` on PATH,
+    here one printing another version, gives another fingerprint; none at all, another too."""
+    real = shutil.which("tesseract")
+    if real is None:
+        pytest.skip("tesseract is not installed")
+    base = pages_fingerprint("a" * 64, [0], "eng", ocr=True)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    script = fake / "tesseract"
+    script.write_text(
+        f'#!/bin/sh\nif [ "$1" = --version ]; then echo "tesseract 9.9.9"; exit 0; fi\n'
+        f'exec {real} "$@"\n'
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
+    upgraded = pages_fingerprint("a" * 64, [0], "eng", ocr=True)
+    assert upgraded != base
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert pages_fingerprint("a" * 64, [0], "eng", ocr=True) not in {base, upgraded}
+    # a parse that never OCRs does not depend on Tesseract
+    assert pages_fingerprint("a" * 64, [0], "eng", ocr=False) == pages_fingerprint(
+        "a" * 64, [0], "eng", ocr=False
+    )
+
+
+def test_the_ledger_records_each_parse_made_and_no_reuse(corpus: Path, tmp_path: Path) -> None:
+    spec = load_registry(include_seed=False).get(KEY)
+    path = corpus / str(spec.filename)
+    sha = sha256_file(path)
+    before = time.time()
+    parse_rows_cached(spec, path, sha, tmp_path)
+    parse_rows_cached(spec, path, sha, tmp_path)
+    ledger = parse_ledger(tmp_path, since=before)
+    assert [(r["document"], r["cached"], r["ocr_pages"]) for r in ledger] == [(KEY, True, 0)]
+    assert ledger[0]["pages"] > 0 and ledger[0]["seconds"] >= 0
+    assert parse_ledger(tmp_path, since=time.time() + 1) == []
 
 
 def test_partition_fingerprint_changes_with_a_document_or_a_setting(
