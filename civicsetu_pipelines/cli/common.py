@@ -12,7 +12,9 @@ from rich.console import Console
 
 from civicsetu_pipelines.base import Settings
 
-console = Console(stderr=True)
+# Messages are never hard-wrapped: a path or a file:line in an error stays whole (copyable,
+# searchable) whatever the terminal's width.
+console = Console(stderr=True, soft_wrap=True)
 out = Console(width=max(Console().width, 120))
 
 

@@ -22,6 +22,7 @@ an environment where ragas does not import (``backend="auto"``); a test checks b
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import warnings
@@ -125,6 +126,18 @@ def retrieval_scores(
         for ours, theirs in names.items():
             out[qid][ours] = float(run.scores[theirs][qid])
     return out
+
+
+def compile_kernels() -> None:
+    """Compile ranx's numba kernels (``@njit(cache=True)``) into their on-disk cache in the
+    installed package, once per install: every later process that scores (an evaluation run, a
+    test worker) then loads them instead of compiling them again, tens of seconds on two cores.
+    ``scripts/setup.sh`` runs it after installing."""
+    item = Judged(id="kernels", expected=("A", "B"), retrieved=("B", "C", "A"),
+                  expect_refusal=False, refused=False, citations_total=0, citations_verbatim=0,
+                  answer="", ground_truth="", contexts=(), reference_contexts=(),
+                  latency_ms=0.0)  # fmt: skip
+    retrieval_scores([item, dataclasses.replace(item, id="kernels-2", retrieved=("A",))])
 
 
 GOVERNING_KS: tuple[int, ...] = (1, 3, 5)

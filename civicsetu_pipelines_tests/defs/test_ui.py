@@ -43,6 +43,7 @@ from civicsetu_pipelines.operate.instance import (
     ENV_DAGSTER_PG_URL,
     prepare_dagster_home,
 )
+from civicsetu_pipelines_tests.conftest import Processes
 
 LOCATION = "civicsetu_pipelines"  # workspace.yaml's location_name
 GROUPS = ("raw", "core", "out", "evaluation")
@@ -144,7 +145,9 @@ def _wait_until_loaded(server: Webserver, process: subprocess.Popen[bytes]) -> N
 
 
 @pytest.fixture(scope="module")
-def webserver(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Webserver]:
+def webserver(
+    pg_url: str, tmp_path_factory: pytest.TempPathFactory, processes: Processes
+) -> Iterator[Webserver]:
     """``dagster-webserver`` on 127.0.0.1, a free port, a fresh database and state dir."""
     from psycopg import sql
 

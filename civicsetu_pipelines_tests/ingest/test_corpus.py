@@ -9,6 +9,7 @@ assets use (``parse_rows`` + ``chunk_rows``); one slow test materializes the rea
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -17,10 +18,19 @@ from typing import Any
 
 import pytest
 
-from civicsetu_pipelines.ingest.documents import chunk_rows, page_records, parse_rows
+from civicsetu_pipelines.base.settings import Settings
+from civicsetu_pipelines.ingest.documents import (
+    chunk_rows,
+    page_records,
+    parse_ledger,
+    parse_rows,
+    parse_rows_cached,
+)
 from civicsetu_pipelines.ingest.pages import tesseract_available
 from civicsetu_pipelines.ingest.registry import DocumentSpec, load_registry
 from civicsetu_pipelines.store.database import connect
+from civicsetu_pipelines.store.embedding import sha256_file
+from civicsetu_pipelines_tests.conftest import RUN_STARTED, repeated_ocr
 from civicsetu_pipelines_tests.ingest.test_registry import running_in_ci
 
 pytestmark = pytest.mark.corpus
@@ -49,9 +59,15 @@ class Ingested:
         return {u["number"]: u["title"] for u in self.top if u["unit"] != "form"}
 
 
-def ingest(spec: DocumentSpec, corpus: Path) -> Ingested:
+def ingest(spec: DocumentSpec, corpus: Path, *, cached: bool = True) -> Ingested:
+    """Parse (from the run's parse cache unless ``cached`` is false) and chunk one document."""
     assert spec.filename is not None
-    pages = page_records(parse_rows(spec, corpus / spec.filename))
+    path = corpus / spec.filename
+    if cached:
+        rows, _ = parse_rows_cached(spec, path, sha256_file(path), Settings.from_env().parse_cache)
+    else:
+        rows = parse_rows(spec, path)
+    pages = page_records(rows)
     chunks, report = chunk_rows(spec, pages)
     return Ingested(spec, pages, chunks, report)
 
@@ -62,7 +78,7 @@ def specs() -> list[DocumentSpec]:
 
 
 @pytest.fixture(scope="module")
-def corpus(corpus_dir: Path) -> dict[str, Ingested]:
+def corpus(corpus_dir: Path, corpus_parse_cache: Path) -> dict[str, Ingested]:
     return {spec.key: ingest(spec, corpus_dir) for spec in specs()}
 
 
@@ -188,16 +204,41 @@ def test_no_ids_shared_between_documents(corpus: dict[str, Ingested]) -> None:
 
 
 def test_rerun_yields_identical_chunk_ids(corpus: dict[str, Ingested], corpus_dir: Path) -> None:
+    """Parsing and chunking again, without the cache, gives the same ids and texts. Documents
+    with scanned pages (OCR takes minutes) are chunked again from the same pages: every one
+    the registry holds, found by its pages' flags, not by a list of names."""
+    scanned = [key for key, doc in corpus.items() if any("ocr" in p["flags"] for p in doc.pages)]
+    assert OCR_KEY in scanned
     for spec in specs():
-        if spec.key == OCR_KEY:
-            continue  # OCR is slow; its chunking is re-run below from the same pages
-        again = ingest(spec, corpus_dir)
         first = corpus[spec.key]
+        if spec.key in scanned:
+            rows, _ = chunk_rows(first.spec, first.pages)
+            assert [r["chunk_id"] for r in rows] == [c["chunk_id"] for c in first.chunks]
+            continue
+        again = ingest(spec, corpus_dir, cached=False)
+        assert again.pages == first.pages  # the cached parse is the parse
         assert [c["chunk_id"] for c in again.chunks] == [c["chunk_id"] for c in first.chunks]
         assert [c["text"] for c in again.chunks] == [c["text"] for c in first.chunks]
-    ocr = corpus[OCR_KEY]
-    rows, _ = chunk_rows(ocr.spec, ocr.pages)
-    assert [r["chunk_id"] for r in rows] == [c["chunk_id"] for c in ocr.chunks]
+
+
+def test_scanned_documents_are_ocrd_at_most_once_per_run(
+    corpus: dict[str, Ingested], corpus_dir: Path, corpus_parse_cache: Path
+) -> None:
+    """Every fixture and process of a run reads scanned pages from one parse cache: its ledger
+    holds at most one OCR parse of each scanned document since the run began, and a parse
+    asked for again (as the next fixture or process would) comes from the cache."""
+    since = float(os.environ[RUN_STARTED])
+    assert repeated_ocr(since) == {}
+    scanned = [doc for doc in corpus.values() if any("ocr" in p["flags"] for p in doc.pages)]
+    assert len(scanned) >= 2  # the Karnataka order and the UP Rules
+    for doc in scanned:
+        path = corpus_dir / str(doc.spec.filename)
+        _, reused = parse_rows_cached(doc.spec, path, sha256_file(path), corpus_parse_cache)
+        assert reused, f"{doc.spec.key} was parsed again"
+    made = parse_ledger(corpus_parse_cache, since=since)
+    for doc in scanned:
+        ocr_parses = [r for r in made if r["document"] == doc.spec.key and r["ocr_pages"]]
+        assert len(ocr_parses) <= 1, ocr_parses
 
 
 def test_kannada_order_is_ocrd_in_kannada(corpus: dict[str, Ingested]) -> None:

@@ -368,13 +368,15 @@ def test_ocr_reads_a_scan_at_its_own_resolution_and_counts_unread_ink(tmp_path: 
         assert scan_dpi(doc[0]) == DEFAULT_DPI  # not a scan: the default resolution
 
 
-def test_inspect_up_rules_scanned_from_the_corpus(corpus_dir: Path) -> None:
+def test_inspect_up_rules_scanned_from_the_corpus(
+    corpus_dir: Path, corpus_parse_cache: Path
+) -> None:
     """The UP Rules 2016: 44 scanned pages, OCR only; titles in a justified margin column,
     "3-(1)" and bare "12-" numbers. Read at 300 dpi with Tesseract's layout analysis alone,
     whole paragraphs and rules 8, 12, 13, 31, 32, 35 and 36 were lost; now rules 1-36 are all
     found, and every rule the forms cite exists."""
     found = inspect_pdf(corpus_dir.parent / "pdfs" / "up_rera_rules_2016_scanned.pdf",
-                        kind="rules")  # fmt: skip
+                        kind="rules", parse_cache=corpus_parse_cache)  # fmt: skip
     numbered = [u for u in found["units"] if u["label"].startswith("Rule ")]
     assert [u["number"] for u in numbered] == [str(n) for n in range(1, 37)]
     titles = {u["label"]: u["title"] for u in numbered}

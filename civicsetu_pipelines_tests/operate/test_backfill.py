@@ -18,6 +18,7 @@ import yaml
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR, REPO_ROOT
 from civicsetu_pipelines.ingest.registry import DOCUMENTS_YAML
 from civicsetu_pipelines.store.database import connect, ensure_database, with_database
+from civicsetu_pipelines_tests.conftest import Processes
 
 DOCUMENTS = (
     "gujarat_appellate_tribunal_rules_2016",
@@ -28,7 +29,10 @@ BIN = Path(sys.executable).parent
 
 @pytest.fixture(scope="module")
 def daemon_env(
-    pg_url: str, tmp_path_factory: pytest.TempPathFactory, packaged_models_dir: Path
+    pg_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    packaged_models_dir: Path,
+    processes: Processes,
 ) -> Iterator[dict[str, str]]:
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
@@ -36,8 +40,7 @@ def daemon_env(
         pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
     root = tmp_path_factory.mktemp("backfill")
     state = root / "state"
-    (state / "models").parent.mkdir(parents=True)
-    (state / "models").symlink_to(packaged_models_dir, target_is_directory=True)
+    state.mkdir(parents=True)
     entries = [e for e in yaml.safe_load(DOCUMENTS_YAML.read_text())["documents"]
                if e["key"] in DOCUMENTS]  # fmt: skip
     registry = root / "registry.yaml"

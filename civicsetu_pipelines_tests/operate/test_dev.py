@@ -28,6 +28,8 @@ from civicsetu_pipelines.base.settings import (
 )
 from civicsetu_pipelines.store.database import EmbeddedPostgres
 
+pytestmark = pytest.mark.usefixtures("processes")
+
 BIN = Path(sys.executable).parent
 DAEMON_HEALTH = (
     "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy required } } } }"
@@ -46,8 +48,10 @@ def _postgres_running(env: dict[str, str]) -> bool:
     return bool(json.loads(out.stdout)["running"])
 
 
-def test_dev_starts_everything_and_ctrl_c_stops_everything(tmp_path: Path) -> None:
-    env = {**os.environ, "CIVICSETU_STATE_DIR": str(tmp_path / "state"), "CIVICSETU_OFFLINE": "1"}
+def test_dev_starts_everything_and_ctrl_c_stops_everything(
+    tmp_path: Path, pg_state_dir: Path
+) -> None:
+    env = {**os.environ, "CIVICSETU_STATE_DIR": str(pg_state_dir), "CIVICSETU_OFFLINE": "1"}
     env.pop("CIVICSETU_DATABASE_URL", None)
     env.pop("DAGSTER_HOME", None)
     port = _free_port()
@@ -107,8 +111,11 @@ def _alive(pids: list[int]) -> list[str]:
 
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
-def test_a_stop_signal_leaves_no_process_behind(tmp_path: Path, stop: signal.Signals) -> None:
-    state, mirror = tmp_path / "state", tmp_path / "mirror"
+def test_a_stop_signal_leaves_no_process_behind(
+    tmp_path: Path, pg_state_dir: Path, stop: signal.Signals
+) -> None:
+    # The state (its embedded Postgres) outside tmp_path: see conftest.pg_state_root.
+    state, mirror = pg_state_dir, tmp_path / "mirror"
     mirror.mkdir()
     env = {**os.environ, ENV_STATE_DIR: str(state), ENV_MIRROR_DIRS: str(mirror),
            ENV_OFFLINE: "1", ENV_ENABLE_SEED_STATES: "0", "HF_HUB_OFFLINE": "1"}  # fmt: skip

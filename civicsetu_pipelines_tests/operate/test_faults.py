@@ -1,5 +1,5 @@
 """Faults survived, nothing lost (issue 17), with real processes and the embedded Postgres of a
-fresh state directory:
+state directory of their own (shared by the scenarios, as a user's is):
 
 * `civicsetu materialize` killed with SIGKILL while its load step runs: the rows served before
   are still served; its run, left STARTED, is marked failed (with the reason in its event log)
@@ -24,19 +24,23 @@ import pytest
 from psycopg.conninfo import make_conninfo
 
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
-from civicsetu_pipelines_tests.conftest import cli_env
+from civicsetu_pipelines_tests.conftest import Processes, cli_env
 
 BIN = Path(sys.executable).parent
 JURISDICTION = "KARNATAKA"
 
 
-@pytest.fixture
-def env(tmp_path: Path, packaged_models_dir: Path) -> Iterator[dict[str, str]]:
+@pytest.fixture(scope="module")
+def env(
+    pg_state_root: Path, packaged_models_dir: Path, processes: Processes
+) -> Iterator[dict[str, str]]:
+    """One state directory for the fault scenarios: each starts from whatever the one before
+    left, which is what a user's state directory sees too (every run below forces its run)."""
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
         pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
-    values = cli_env(tmp_path / "state", packaged_models_dir)
+    values = cli_env(pg_state_root / "faults")  # not under tmp_path: see pg_state_root
     yield values
     subprocess.run([str(BIN / "civicsetu"), "db", "stop"], env=values, capture_output=True,
                    timeout=300)  # fmt: skip
@@ -44,7 +48,8 @@ def env(tmp_path: Path, packaged_models_dir: Path) -> Iterator[dict[str, str]]:
 
 def _materialize(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--json", *args],
+        [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--json", "--no-reports",
+         *args],
         env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
 
@@ -94,7 +99,7 @@ def test_materialize_killed_mid_load_loses_nothing_and_its_run_is_marked_failed(
 
     began = time.time()
     proc = subprocess.Popen(
-        [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--force"],
+        [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--force", "--no-reports"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     run_id = None
@@ -127,7 +132,15 @@ def test_materialize_killed_mid_load_loses_nothing_and_its_run_is_marked_failed(
 def test_two_materializations_of_one_jurisdiction_at_once(env: dict[str, str]) -> None:
     runs = [
         subprocess.Popen(
-            [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--json"],
+            [
+                str(BIN / "civicsetu"),
+                "materialize",
+                "-j",
+                JURISDICTION,
+                "--json",
+                "--force",
+                "--no-reports",
+            ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
