@@ -17,5 +17,6 @@ from .picture import (
     render_network as render_network,
 )
 from .references import (
+    ActTitles as ActTitles,
     UnitIndex as UnitIndex,
 )

@@ -18,6 +18,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from civicsetu_pipelines.graph.references import (
+    TITLE_CONFIDENCE,
+    ActTitles,
     Reference,
     Resolution,
     UnitIndex,
@@ -116,10 +118,12 @@ def build_edges(
     act_key: str,
     indexes: Mapping[str, UnitIndex],
     curated: Sequence[CuratedDerivation] = (),
+    act_titles: ActTitles | None = None,
 ) -> GraphBuild:
     """Edges of one jurisdiction's chunks. ``indexes`` must hold every document referred to
     (the jurisdiction's own and the Act's). ``curated`` derivations apply only to rules whose
-    opening names no Act section."""
+    opening names no Act section; ``act_titles`` (the Act's section titles) derives a rule that
+    neither its words nor the table derive from the section its title restates."""
     build = GraphBuild()
     by_rule = {(c.document, c.rule): c for c in curated}
     by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -238,7 +242,10 @@ def build_edges(
                     {"document": key, "rule": rule_label, "problem": "redundant: the rule's "
                      f"text names {derived[0].target_label}; the curated entry is ignored"}
                 )  # fmt: skip
-            build.edges.extend(derived or _curated(entry, parts[0], act_key, indexes, build))
+            derived = derived or _curated(entry, parts[0], act_key, indexes, build)
+            if not derived and act_titles is not None and (key, rule_label) not in build.framing:
+                derived = _from_title(parts[0], key, act_key, indexes, act_titles)
+            build.edges.extend(derived)
         for doc, rule in by_rule:
             if doc == key and rule not in rule_text:
                 build.curated_problems.append(
@@ -340,6 +347,40 @@ def _derive(
                 )  # fmt: skip
             )
     return edges
+
+
+def _from_title(
+    head: Mapping[str, Any],
+    key: str,
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+    act_titles: ActTitles,
+) -> list[Edge]:
+    """DERIVED_FROM the Act section whose title the rule's printed title restates."""
+    title = str(head.get("title") or "")
+    found = act_titles.derive(title)
+    index = indexes.get(act_key)
+    target = index.finest(found[0]) if found and index else None
+    if found is None or target is None:
+        return []
+    return [
+        Edge(
+            "DERIVED_FROM",
+            key,
+            str(head["chunk_id"]),
+            str(head["section_label"]),
+            act_key,
+            target[1],
+            target[0],
+            str(head["chunk_id"]),
+            None,
+            None,
+            title,
+            confidence=TITLE_CONFIDENCE,
+            basis="text",
+            note=f"the rule's title restates the title of {target[0]} (score {found[1]})",
+        )  # fmt: skip
+    ]
 
 
 def _curated(

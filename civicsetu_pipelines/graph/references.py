@@ -19,6 +19,7 @@ has it, else the section) through a :class:`UnitIndex` built from the chunks.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -369,3 +370,105 @@ def derivation(text: str, title: str | None = None) -> Derivation | None:
 
 def internal_references(refs: Sequence[Reference]) -> list[Reference]:
     return [r for r in refs if r.kind in {"section", "rule", "regulation", "form"}]
+
+
+# A rule whose words name no Act section but whose printed title is an Act section's title in
+# its own words ("Budget, accounts and audit" is section 77's): derived from that section when
+# the titles share a word few of the Act's titles use (in at most TITLE_RARE_WORD of them) and
+# their overlap, each word weighted by how rare it is among the Act's titles (the rule's words
+# found in the section's chapter heading count half: "... of Authority" in Chapter V), reaches
+# TITLE_MIN_SCORE and beats every other section. Chosen on the curated table's Gujarat entries
+# (dev: 6 of 16 derived, none wrong), then held to the others (test: 12 of 24, none wrong);
+# BENCHMARKS.md, "Derivations from rule titles".
+TITLE_MIN_SCORE = 0.35
+TITLE_RARE_WORD = 4
+TITLE_CHAPTER_WEIGHT = 0.5
+TITLE_CONFIDENCE = 0.6
+_TITLE_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "and",
+        "or",
+        "to",
+        "in",
+        "for",
+        "by",
+        "on",
+        "with",
+        "under",
+        "as",
+        "any",
+        "such",
+        "its",
+        "their",
+        "be",
+        "shall",
+        "may",
+        "other",
+        "which",
+        "from",
+        "at",
+        "this",
+        "that",
+        "these",
+        "those",
+    ]
+)
+
+
+def _title_words(text: str | None) -> frozenset[str]:
+    """Content words of a heading, plurals folded ("Members" is "member")."""
+    return frozenset(
+        w[:-1] if w.endswith("s") and len(w) > 4 else w
+        for w in re.findall(r"[a-z]+", (text or "").lower())
+        if w not in _TITLE_STOP and len(w) > 2
+    )
+
+
+@dataclass(frozen=True)
+class ActTitles:
+    """The Act's sections by their titles (and chapter headings), for :meth:`derive`."""
+
+    sections: dict[str, tuple[frozenset[str], frozenset[str]]]  # label -> (title, chapter)
+    frequency: dict[str, int]  # how many section titles use each word
+
+    @classmethod
+    def from_units(cls, units: Iterable[tuple[str, str | None, str | None]]) -> ActTitles:
+        """From (section label, title, chapter) of the Act's sections (repeats ignored)."""
+        sections: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        for label, title, chapter in units:
+            if title and label not in sections:
+                sections[label] = (_title_words(title), _title_words(chapter))
+        frequency: dict[str, int] = {}
+        for words, _ in sections.values():
+            for word in words:
+                frequency[word] = frequency.get(word, 0) + 1
+        return cls(sections, frequency)
+
+    def _weight(self, word: str) -> float:
+        return math.log((len(self.sections) + 1) / (self.frequency.get(word, 0) + 1))
+
+    def derive(self, title: str | None) -> tuple[str, float] | None:
+        """The section whose title ``title`` restates, with the score; None when no section
+        clearly does (see TITLE_MIN_SCORE)."""
+        rule = _title_words(title)
+        if not rule:
+            return None
+        scored = []
+        for label, (words, chapter) in self.sections.items():
+            shared = rule & words
+            if not any(self.frequency.get(w, 0) <= TITLE_RARE_WORD for w in shared):
+                continue
+            union = sum(self._weight(w) for w in rule | words)
+            gained = sum(self._weight(w) for w in shared)
+            gained += TITLE_CHAPTER_WEIGHT * sum(self._weight(w) for w in (rule - words) & chapter)
+            scored.append((gained / union if union else 0.0, label))
+        scored.sort(reverse=True)
+        if not scored or scored[0][0] < TITLE_MIN_SCORE:
+            return None
+        if len(scored) > 1 and scored[1][0] == scored[0][0]:
+            return None
+        return scored[0][1], round(scored[0][0], 3)

@@ -16,7 +16,7 @@ from civicsetu_pipelines.graph.edges import (
     neighbours,
     replace_edges,
 )
-from civicsetu_pipelines.graph.references import UnitIndex
+from civicsetu_pipelines.graph.references import TITLE_CONFIDENCE, ActTitles, UnitIndex
 from civicsetu_pipelines.ingest.documents import chunk_rows, page_records, parse_rows
 from civicsetu_pipelines.ingest.registry import (
     CuratedDerivation,
@@ -273,6 +273,33 @@ def test_missing_targets_are_grouped_per_target() -> None:
     assert (missing["target"], missing["citations"]) == ("Rule 36(1)", 3)
     assert missing["cited_in"] == ["Form B", "Form C", "Form D"]
     assert missing["phrase"] == "sub-rule (1) of rule 36"
+
+
+def test_rules_derive_from_the_act_section_their_title_restates(
+    corpus_chunks: dict[str, Any],
+) -> None:
+    """Without the curated table, the Chandigarh rules whose words name no Act section derive
+    from the section their printed title restates; each such edge agrees with the table (its
+    labels, written by a person from the Act's words), and a title shared by several sections
+    ("Functioning of Appellate Tribunal") derives nothing rather than a guess."""
+    act = corpus_chunks["rera_act_2016"]
+    titles = ActTitles.from_units((c["section_label"], c["title"], c["chapter"]) for c in act)
+    key = "chandigarh_general_rules_2016"
+    indexes = {k: UnitIndex.from_chunks((c["label"], c["chunk_id"]) for c in corpus_chunks[k])
+               for k in ("rera_act_2016", key)}  # fmt: skip
+    build = build_edges(corpus_chunks[key], doc_types={key: "rules", "rera_act_2016": "act"},
+                        act_key="rera_act_2016", indexes=indexes, act_titles=titles)  # fmt: skip
+    by_title = {e.source_label: e for e in build.edges
+                if e.edge_type == "DERIVED_FROM" and e.note and "title" in e.note}  # fmt: skip
+    curated = {c.rule: {s.split("(")[0] for s in c.sections}
+               for c in load_curated_derivations() if c.document == key}  # fmt: skip
+    assert len(by_title) >= 12, sorted(by_title)
+    for rule, edge in by_title.items():
+        assert edge.target_label.split("(")[0] in curated[rule], (rule, edge.target_label)
+        assert (edge.basis, edge.confidence) == ("text", TITLE_CONFIDENCE)
+        assert edge.evidence_phrase  # the rule's title, quoted
+    assert by_title["Rule 36"].target_label == "Section 77"  # Budget, accounts and audit
+    assert "Rule 32" not in by_title  # Functioning of Appellate Tribunal: no clear section
 
 
 # Every default jurisdiction as materialized: references to units the corpus should hold resolve

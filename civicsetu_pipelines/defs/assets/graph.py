@@ -12,6 +12,7 @@ from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
 from civicsetu_pipelines.graph import (
+    ActTitles,
     UnitIndex,
     build_edges,
     document_rows,
@@ -25,6 +26,11 @@ from civicsetu_pipelines.ingest import load_curated_derivations, load_registry
 
 UNRESOLVED_LIMIT = 0.05
 DERIVATION_TARGET = 0.9
+
+
+def _text(value: Any) -> str | None:
+    """A title or chapter as read from Parquet or Postgres (NaN or None when there is none)."""
+    return value if isinstance(value, str) else None
 
 
 @dg.asset(
@@ -90,12 +96,26 @@ def graph_edges(
                     "unresolved until CENTRAL is materialized"
                 )
         doc_types = {spec.key: str(spec.doc_type) for spec in registry.documents()}
+        if act_key in set(section_chunks["document_key"]):
+            act = section_chunks[section_chunks["document_key"] == act_key]
+            sections: list[tuple[Any, ...]] = list(
+                zip(act["section_label"], act["title"], act["chapter"], strict=True)
+            )
+        else:
+            sections = conn.execute(
+                "SELECT DISTINCT section_label, title, chapter FROM legal_chunks "
+                "WHERE document_key = %s AND status = 'current' AND unit = 'section'",
+                (act_key,),
+            ).fetchall()
         build = build_edges(
             chunks,
             doc_types=doc_types,
             act_key=act_key,
             indexes=indexes,
             curated=load_curated_derivations(),
+            act_titles=ActTitles.from_units(
+                (str(label), _text(title), _text(chapter)) for label, title, chapter in sections
+            ),
         )
         written = replace_edges(conn, jurisdiction, build.edges, document_rows(build))
     counts = Counter(edge.edge_type for edge in build.edges)
