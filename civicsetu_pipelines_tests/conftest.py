@@ -45,19 +45,34 @@ TIER_FIXTURES = {
     "model": {"mpnet_models_dir", "torch_embedder", "torch_runtime"},
 }
 # xdist (--dist loadgroup): the tests on the materialized corpus share one worker, so the corpus
-# is materialized once; the process tests that time stops and kills share the other's turns.
-XDIST_GROUPS = {"corpus": "corpus_store", "process": "processes"}
+# is materialized once; the process tests, which time stops and kills, share the other's turns.
+# The rest (the corpus parsed whole, the models) go where there is room.
+XDIST_GROUPS = {"corpus_store": "corpus_store", "processes": "processes"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups to name the tests
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
-        tiers = [tier for tier, names in TIER_FIXTURES.items() if used & names]
-        for tier in tiers:
-            item.add_marker(getattr(pytest.mark, tier))
-        group = next((XDIST_GROUPS[t] for t in ("corpus", "process") if t in tiers), None)
+        for tier, names in TIER_FIXTURES.items():
+            if used & names:
+                item.add_marker(getattr(pytest.mark, tier))
+        group = next((g for fixture, g in XDIST_GROUPS.items() if fixture in used), None)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+            if config.getvalue("loadgroup"):
+                _in_group(item, group)
+
+
+def _in_group(item: pytest.Item, group: str) -> None:
+    """Name the test "<nodeid>@<group>", as xdist's loadgroup scheduler expects. xdist 3.8 (the
+    newest) sets ``item._nodeid``, which pytest 9 no longer reads (the id is a ``NodeId`` in
+    ``item._id``): without this its groups are silently ignored and each worker builds the
+    corpus store."""
+    from _pytest.nodeid import NodeId
+
+    if not item.nodeid.endswith(f"@{group}"):
+        item._id = NodeId.parse(f"{item.nodeid}@{group}")  # type: ignore[attr-defined]
 
 
 # -- Run-wide caches --------------------------------------------------------------------------
