@@ -350,8 +350,14 @@ def _title_after(
     return "", row.end, 1, False
 
 
+LAID_OUT_QUESTION_SCORE = 1.0  # a question known by its layout alone scores below one with "?"
+
+
 def question_heading(rows: Sequence[Row], i: int) -> Heading | None:
-    """An FAQ question: consecutive bold rows ending in "?", one of them carrying "N."."""
+    """An FAQ question: consecutive bold rows ending in "?", one of them carrying "N.". Or, by
+    its layout alone, a question worded without "?" ("3. Registration of projects with
+    phases"): a run of at most 5 bold rows that opens with "N." and ends where the plain text
+    of its answer begins (it scores lower, so a "?" question wins any conflict)."""
     if not rows[i].bold:
         return None
     first = i
@@ -365,13 +371,18 @@ def question_heading(rows: Sequence[Row], i: int) -> Heading | None:
         j += 1
         if joined.endswith("?"):
             break
+    score = 2.0
     if not joined.endswith("?"):
-        return None
+        opens = re.match(r"(\d{1,3})\.\s+\S", joined)
+        answered = j < len(rows) and not rows[j].bold  # its answer, on this page or the next
+        if not (opens and answered and re.search(r"[a-z]", joined)):
+            return None
+        score = LAID_OUT_QUESTION_SCORE
     number = re.search(r"(?:^|\s)(\d{1,3})\.(?:\s|$)", joined)
     if not number or int(number.group(1)) == 0:
         return None
     title = canonicalize(joined[: number.start()] + " " + joined[number.end() :])
-    return Heading(first, Position(int(number.group(1))), title, rows[j - 1].end, j - first, 2.0)
+    return Heading(first, Position(int(number.group(1))), title, rows[j - 1].end, j - first, score)
 
 
 def margin_title_for(notes: MarginNotes, row: Row) -> str | None:

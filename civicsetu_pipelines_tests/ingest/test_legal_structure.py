@@ -837,3 +837,26 @@ def test_chunks_on_one_legal_path_get_distinct_ids(tmp_path: Path) -> None:
     assert on_path[0].chunk_id == chunk_id("doc", "rule", "2(2)")
     assert on_path[1].chunk_id == chunk_id("doc", "rule", "2(2)", 1)
     assert "case 6." in on_path[1].text
+
+
+def test_faq_questions_are_known_by_their_layout_not_only_by_a_question_mark(
+    tmp_path: Path,
+) -> None:
+    """A numbered bold question worded without "?" ("3. Registration of projects with phases")
+    is a question by its layout (bold, "N.", its plain answer after it): all five questions
+    come out in sequence, instead of a gap at 3 that kept the whole FAQ page by page."""
+    items: list[PageItem] = [Para("Answers to questions on the Act", bold=False)]
+    for n in range(1, 6):
+        question = "Registration of projects with phases" if n == 3 else f"Is rule {n} in force?"
+        items += [Para(f"{n}. {question}", bold=True), Para(f"Answer: {FILLER}")]
+    path = write_pdf(tmp_path / "faq.pdf", [items])
+    chunks, report = chunk(parse(path), "faq")
+    assert report.structure_ok, report.checks
+    assert report.numbered == ["1", "2", "3", "4", "5"]
+    assert by_label(top_level(chunks))["Question 3"].title == (
+        "Registration of projects with phases"
+    )
+    # a bold line with no number, or a number with no plain answer after it, is no question
+    plain: list[PageItem] = [Para("Answers", bold=True), Para(f"Answer: {FILLER}")]
+    chunks, report = chunk(parse(write_pdf(tmp_path / "none.pdf", [plain])), "faq")
+    assert report.numbered == []

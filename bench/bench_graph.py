@@ -1,0 +1,117 @@
+"""The legal graph of every default jurisdiction, from the parse cache: no database, no model.
+
+Usage: .venv/bin/python bench/bench_graph.py [--titles-eval] [-v]
+
+Every default-registry document is parsed (through the parse cache of the environment:
+``CIVICSETU_PARSE_CACHE``, else ``.civicsetu/storage/parse_cache``; scanned pages are OCR'd once)
+and chunked as the pipeline does, then each jurisdiction's edges are built with the Act beside it,
+as ``graph_edges`` builds them. Printed per jurisdiction: internal references and how many do not
+resolve (the rate ``civicsetu graph stats`` shows), EXTERNAL_REFERENCE edges read from context,
+and per rules document the substantive rules DERIVED_FROM an Act section (of them, how many by
+the rule's title). ``-v`` lists every unresolved reference and every title derivation.
+
+``--titles-eval``: derivations by title alone (the curated table left out) against the curated
+table's labels, split into dev (Gujarat's documents, where the constants of
+``graph.references.TITLE_*`` were chosen) and test (the others): derived and right, derived and
+wrong, and left underived.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from typing import Any
+
+from civicsetu_pipelines.base import DEFAULT_MIRROR, Settings, sha256_file
+from civicsetu_pipelines.graph import ActTitles, UnitIndex, build_edges
+from civicsetu_pipelines.ingest import (
+    chunk_rows,
+    load_curated_derivations,
+    load_registry,
+    page_records,
+    parse_rows_cached,
+)
+
+
+def _chunks() -> dict[str, list[dict[str, Any]]]:
+    registry = load_registry(include_seed=False)
+    cache = Settings.from_env().parse_cache
+    out = {}
+    for spec in registry.documents():
+        path = DEFAULT_MIRROR / str(spec.filename)
+        rows, _ = parse_rows_cached(spec, path, sha256_file(path), cache)
+        out[spec.key] = chunk_rows(spec, page_records(rows))[0]
+    return out
+
+
+def _by_title(edge: Any) -> bool:
+    return bool(edge.edge_type == "DERIVED_FROM" and edge.note and "title" in edge.note)
+
+
+def _index(chunks: list[dict[str, Any]]) -> UnitIndex:
+    return UnitIndex.from_chunks((c["label"], c["chunk_id"]) for c in chunks)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--titles-eval", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    registry = load_registry(include_seed=False)
+    docs = _chunks()
+    act_key = next(s.key for s in registry.documents() if str(s.doc_type) == "act")
+    doc_types = {s.key: str(s.doc_type) for s in registry.documents()}
+    titles = ActTitles.from_units((c["section_label"], c["title"], c["chapter"])
+                                  for c in docs[act_key])  # fmt: skip
+    if args.titles_eval:
+        _titles_eval(docs, act_key, doc_types, titles)
+        return
+    for jurisdiction in registry.jurisdictions():
+        keys = [s.key for s in registry.documents(jurisdiction)]
+        indexes = {k: _index(docs[k]) for k in keys}
+        indexes.setdefault(act_key, _index(docs[act_key]))
+        build = build_edges([c for k in keys for c in docs[k]], doc_types=doc_types,
+                            act_key=act_key, indexes=indexes,
+                            curated=load_curated_derivations(), act_titles=titles)  # fmt: skip
+        internal = sum(build.internal.values())
+        context = sum(1 for e in build.edges if e.basis == "context")
+        by_title = Counter(e.source_document for e in build.edges if _by_title(e))
+        missing = len(build.unresolved)
+        rate = missing / max(internal, 1)
+        print(f"{jurisdiction}: unresolved {missing}/{internal} = {rate:.3f}, "
+              f"external from context {context}")  # fmt: skip
+        for key, cover in build.derivation_coverage().items():
+            derived = round(cover["substantive_share"] * cover["substantive_rules"])
+            print(f"    {key}: {derived}/{cover['substantive_rules']} substantive rules derived "
+                  f"({by_title[key]} by title)")  # fmt: skip
+        if args.verbose:
+            for item in build.unresolved:
+                print(f"    unresolved {item['document']} {item['label']}: {item['reference']}")
+            for e in build.edges:
+                if _by_title(e):
+                    print(f"    title {e.source_label} -> {e.target_label}: {e.evidence_phrase}")
+
+
+def _titles_eval(
+    docs: dict[str, list[dict[str, Any]]],
+    act_key: str,
+    doc_types: dict[str, str],
+    titles: ActTitles,
+) -> None:
+    tally: dict[str, Counter[str]] = {"dev": Counter(), "test": Counter()}
+    for entry in load_curated_derivations():
+        half = "dev" if entry.document.startswith("gujarat") else "test"
+        heads = [c for c in docs[entry.document] if c["section_label"] == entry.rule]
+        found = titles.derive(heads[0]["title"]) if heads else None
+        wanted = {s.split("(")[0] for s in entry.sections}
+        outcome = "underived" if found is None else "right" if found[0] in wanted else "wrong"
+        tally[half][outcome] += 1
+        print(f"  {half} {outcome:9s} {entry.document} {entry.rule}: {heads[0]['title']!r} "
+              f"-> {found[0] if found else '-'} (curated: {sorted(wanted)})")  # fmt: skip
+    for half, counts in tally.items():
+        print(f"{half}: {counts['right']} right, {counts['wrong']} wrong, "
+              f"{counts['underived']} underived of {sum(counts.values())}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
