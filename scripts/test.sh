@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, fastest proof first. Idempotent.
 #
-#   bash scripts/test.sh          # lint, types, import contracts, `dg check defs`, the logic tier,
+#   bash scripts/test.sh          # lint, types (beside the logic tier), import contracts,
+#                                 # `dg check defs`, the logic tier,
 #                                 # then the corpus, process and model tiers on both cores
 #   bash scripts/test.sh --fast   # lint and the logic tier only (a few minutes)
 #   bash scripts/test.sh -k ask   # any other arguments go to both pytest runs
@@ -32,7 +33,8 @@ stamp "ruff"
 
 # One models directory and one run start for both pytest runs below (conftest.py reads them).
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/civicsetu-test-run-XXXXXX")
-trap 'rm -rf "$run_dir"' EXIT
+mypy_pid=""
+trap '[ -n "$mypy_pid" ] && kill "$mypy_pid" 2>/dev/null; rm -rf "$run_dir"' EXIT
 export CIVICSETU_TEST_RUN_DIR=$run_dir CIVICSETU_MODELS_DIR=$run_dir/models
 CIVICSETU_TEST_RUN_STARTED=$(date +%s.%N)
 export CIVICSETU_TEST_RUN_STARTED
@@ -50,8 +52,11 @@ if [ "$fast" = 1 ]; then
   stamp "done"
   exit 0
 fi
-stamp "mypy"
-.venv/bin/mypy civicsetu_pipelines
+# mypy (a minute from a fresh clone, one core) runs beside the import contracts, `dg check` and
+# the logic tier; its verdict is read before the slow tiers start.
+stamp "mypy (in the background until the logic tier ends)"
+.venv/bin/mypy civicsetu_pipelines > "$run_dir/mypy.log" 2>&1 &
+mypy_pid=$!
 stamp "import contracts (.importlinter: stages in pipeline order, dagster only in defs/ and operate/)"
 .venv/bin/lint-imports --no-cache
 stamp "dg check defs"
@@ -63,6 +68,12 @@ DAGSTER_HOME=$dg_home VIRTUAL_ENV=$PWD/.venv .venv/bin/dg check defs
 rm -rf "$dg_home"
 stamp "pytest: the logic tier (-m '$logic', 2 workers)"
 run_pytest -m "$logic" -n 2 --durations=15 ${args[@]+"${args[@]}"}
+stamp "mypy's verdict"
+mypy_rc=0
+wait "$mypy_pid" || mypy_rc=$?
+mypy_pid=""
+cat "$run_dir/mypy.log"
+[ "$mypy_rc" = 0 ] || { echo "[test] mypy failed (exit $mypy_rc)" >&2; exit "$mypy_rc"; }
 stamp "pytest: the corpus, process and model tiers (2 workers, grouped)"
 # --dist loadgroup: the tests on the materialized corpus run on one worker (it is materialized
 # once), the process tests on the other; the rest is shared as they come.
