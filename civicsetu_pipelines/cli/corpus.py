@@ -118,6 +118,8 @@ def inspect(
         if found["ocr_unread_pages"]:
             pages = ", ".join(str(page) for page in found["ocr_unread_pages"])
             out.print(f"[yellow]OCR left text-like ink unread on page(s) {pages}[/yellow]")
+        for judged in found["text_layers_not_trusted"]:
+            out.print(f"[yellow]page {judged['page']}: {judged['why']}[/yellow]")
         table = Table(title=f"{len(found['units'])} units")
         for column in ("label", "title", "first_page", "last_page"):
             table.add_column(column)

@@ -91,11 +91,25 @@ def inspect_pdf(
         "ocr_pages": sum(1 for p in parsed if "ocr" in p["flags"]),
         "needs_ocr_pages": sum(1 for p in parsed if "needs_ocr" in p["flags"]),
         "ocr_unread_pages": [p["page"] for p in parsed if "ocr_unread" in p["flags"]],
+        "text_layers_not_trusted": _untrusted_layers(parsed),
         "units": units,
         "coverage": round(report.coverage, 4),
         "structure_ok": report.structure_ok,
         "checks": [c.as_dict() for c in report.checks],
     }
+
+
+def _untrusted_layers(parsed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Pages whose text layer was judged untrustworthy: replaced by OCR, or unreadable; why."""
+    out = []
+    for page in parsed:
+        verdict = ("replaced" if "text_layer_replaced" in page["flags"] else "unreadable"
+                   if "text_layer_unreadable" in page["flags"] else None)  # fmt: skip
+        if verdict is None:
+            continue
+        why = next((r["reason"] for r in page["removed"] if "text layer" in r["reason"]), "")
+        out.append({"page": page["page"], "verdict": verdict, "why": why})
+    return out
 
 
 def parse_page_ranges(text: str) -> list[int]:

@@ -69,6 +69,18 @@ def tesseract_identity() -> str:
     return _tesseract_identity(executable) if executable else ""
 
 
+def tesseract_languages() -> frozenset[str]:
+    """The language data the ``tesseract`` on ``PATH`` has (empty when there is none)."""
+    executable = shutil.which("tesseract")
+    return _tesseract_languages(executable) if executable else frozenset()
+
+
+@functools.cache
+def _tesseract_languages(executable: str) -> frozenset[str]:
+    done = subprocess.run([executable, "--list-langs"], capture_output=True, text=True, timeout=60)
+    return frozenset(line.strip() for line in done.stdout.splitlines()[1:] if line.strip())
+
+
 @functools.cache
 def _tesseract_identity(executable: str) -> str:
     def output(*args: str) -> str:

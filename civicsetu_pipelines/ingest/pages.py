@@ -19,7 +19,12 @@ from typing import Any
 import pymupdf
 
 from civicsetu_pipelines.base import DocumentError, canonicalize
-from civicsetu_pipelines.ingest.ocr import MAX_UNREAD, ocr_page, tesseract_available
+from civicsetu_pipelines.ingest.ocr import (
+    MAX_UNREAD,
+    ocr_page,
+    tesseract_available,
+    tesseract_languages,
+)
 
 TOP_ZONE = 0.11  # share of page height treated as header zone
 BOTTOM_ZONE = 0.09
@@ -360,6 +365,11 @@ class _RawPage:
     flags: list[str]
     confidence: float | None = None
     fixed_rows: list[Row] | None = None  # rows from OCR or pdfplumber, used as they are
+    # a text layer that reads as no English and that OCR could not read either: its rows are
+    # removed (recorded with this reason), never served
+    unreadable: str | None = None
+    replaced: str | None = None  # why OCR replaced the text layer (its rows: replaced_rows)
+    replaced_rows: list[Row] = field(default_factory=list)
 
     def rows(self, use_margins: bool) -> list[Row]:
         if self.fixed_rows is not None:
@@ -434,6 +444,8 @@ def _extract_page(
         if alt and _garbled_share(alt) < 0.2:
             result.fixed_rows, result.method = alt, "pdfplumber"
             result.flags.append("fallback")
+    if rows and language == "eng" and ocr:
+        _judge_text_layer(result, page, language)
     if not rows:
         alt = _pdfplumber_rows(path, index)
         if alt:
@@ -455,6 +467,70 @@ def _extract_page(
             has_images = bool(page.get_images(full=False))
             result.flags.append("needs_ocr" if has_images or not ocr else "empty")
     return result
+
+
+# A text layer is judged before it is trusted: the share of its words (two letters or more)
+# that English text uses at all commonly (a wordfreq Zipf frequency of at least KNOWN_ZIPF).
+# Over the corpus's English text-layer pages the lowest share is 0.67 (a judgment's page of party
+# names); the Bihar gazette's legacy-font Hindi pages read 0.25-0.45 (BENCHMARKS.md, "Text layers
+# judged"). Pages of fewer than MIN_JUDGED_WORDS such words are not judged.
+KNOWN_ZIPF = 2.5
+MIN_KNOWN_SHARE = 0.55
+MIN_JUDGED_WORDS = 3
+# A page re-read from its image replaces its text layer when Tesseract reads it with at least
+# this mean confidence (the Bihar gazette's Hindi pages: 92 with Hindi data, 38 without).
+MIN_REREAD_CONFIDENCE = 70.0
+_JUDGED_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def known_word_share(text: str) -> float | None:
+    """The share of ``text``'s words that English commonly uses; None for too few words."""
+    from wordfreq import zipf_frequency
+
+    words = _JUDGED_WORD.findall(text)
+    if len(words) < MIN_JUDGED_WORDS:
+        return None
+    return sum(zipf_frequency(w.lower(), "en") >= KNOWN_ZIPF for w in words) / len(words)
+
+
+def _judge_text_layer(result: _RawPage, page: pymupdf.Page, language: str) -> None:
+    """An English page whose text layer reads as no English (someone's bad OCR, a legacy font)
+    is read again from its image, with Hindi beside English (a bilingual gazette's other
+    language: its rows then go as ``other_language``, as a Unicode layer's would): kept when
+    Tesseract reads it with confidence (flag ``text_layer_replaced``, the layer's text recorded
+    in ``removed``), else its rows are removed and the page is flagged
+    ``text_layer_unreadable``. Never silent."""
+    layer = result.rows(True) + _rows(result.margin_lines)
+    # A page mostly in another script (a bilingual gazette's Hindi page) is not judged: its
+    # rows go as `other_language`. Otherwise every Latin row counts, garbled ones included.
+    other = [row for row in layer if _DEVANAGARI.search(row.text) or _KANNADA.search(row.text)]
+    latin = [row for row in layer if row not in other]
+    if sum(len(row.text.split()) for row in other) > sum(len(row.text.split()) for row in latin):
+        return
+    share = known_word_share(" ".join(row.text for row in latin))
+    if share is None or share >= MIN_KNOWN_SHARE or not tesseract_available():
+        return
+    why = f"{share:.0%} of its words are English words"
+    read = ocr_page(page, "eng+hin" if "hin" in tesseract_languages() else language)
+    if read.lines and (read.confidence or 0.0) >= MIN_REREAD_CONFIDENCE:
+        result.replaced = (f"text layer replaced by OCR ({why}; OCR confidence "
+                           f"{read.confidence:.0f})")  # fmt: skip
+        result.replaced_rows = layer
+        result.confidence = read.confidence
+        result.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read.lines
+                             if not ln.margin]  # fmt: skip
+        result.margin_lines = [_Line(ln.text, ln.x0, ln.y0, ln.x1, ln.y1, False)
+                               for ln in read.lines if ln.margin]  # fmt: skip
+        result.method = "ocr"
+        result.flags += ["ocr", "text_layer_replaced"]
+        if read.unread > MAX_UNREAD:
+            result.flags.append("ocr_unread")
+    else:
+        result.unreadable = (f"unreadable text layer ({why}; OCR confidence "
+                             f"{read.confidence or 0:.0f})")  # fmt: skip
+        result.flags.append("text_layer_unreadable")
+        result.body_lines += result.margin_lines  # no margin note of it becomes a title
+        result.margin_lines = []
 
 
 MARGIN_LAYOUT_SHARE = 0.25
@@ -482,8 +558,10 @@ def _clean_pages(raw: list[_RawPage], language: str) -> list[ParsedPage]:
         kept: list[Row] = []
         removed: list[dict[str, str]] = []
         garbled = 0
+        for row in rp.replaced_rows:  # nothing lost: the layer OCR replaced is on record
+            removed.append({"text": row.text, "reason": str(rp.replaced)})
         for row in page_rows[rp.index]:
-            reason = _removal_reason(row, rp.height, repeated, language, script)
+            reason = rp.unreadable or _removal_reason(row, rp.height, repeated, language, script)
             if reason is None:
                 kept.append(row)
             else:

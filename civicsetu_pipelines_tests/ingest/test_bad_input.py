@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import shutil
 from collections.abc import Sequence
@@ -437,3 +438,42 @@ def test_a_broken_structure_fails_loudly_and_is_kept_page_by_page(
     assert all("structure_failed" in json.loads(f) for f in seed["flags"])
     structure = env.frame("document_structure", "CENTRAL").set_index("document_key")
     assert not structure.loc[SEED_KEY, "structure_ok"]
+
+
+def test_a_garbage_text_layer_is_read_again_from_the_page_image(tmp_path: Path) -> None:
+    """A scanned page under someone else's bad text layer ("lqfo/kk dk f'k;e": a legacy font
+    or a poor OCR) would be served as it reads. The layer is judged first (few of its words
+    are English words): the page is OCR'd from its image instead, flagged, and the layer's text
+    kept in the page's record of what was removed."""
+    import pymupdf
+
+    if not tesseract_available():
+        if os.environ.get("CI"):
+            pytest.fail("tesseract is not installed (scripts/setup.sh installs it)")
+        pytest.skip("tesseract is not installed")
+    lines = [f"{n}. The promoter shall refund the amount received with interest, rule {n}."
+             for n in range(1, 9)]  # fmt: skip
+    scan = scanned_pdf(tmp_path / "scan.pdf", [lines], dpi=200)
+    doc = pymupdf.open(scan)
+    for k in range(8):  # an invisible text layer of gibberish, where the scanned lines are
+        doc[0].insert_text((72, 110 + 18 * k), "lqfo/kk dk f'k;e vkSj mlds xzkgd fu;e ykxw",
+                           fontsize=10, render_mode=3)  # fmt: skip
+    garbage = tmp_path / "garbage_layer.pdf"
+    doc.save(garbage)
+    doc.close()
+    (page,) = parse_pdf("garbage_layer", garbage)
+    assert page.method == "ocr" and "text_layer_replaced" in page.flags
+    assert "The promoter shall refund the amount received with interest" in " ".join(
+        page.text.split()
+    )
+    replaced = [r for r in page.removed if r["reason"].startswith("text layer replaced by OCR")]
+    assert replaced and all("lqfo/kk" in r["text"] for r in replaced)
+    # civicsetu inspect says which pages and why
+    from civicsetu_pipelines.ingest.inspection import inspect_pdf
+
+    (judged,) = inspect_pdf(garbage, kind="rules")["text_layers_not_trusted"]
+    assert (judged["page"], judged["verdict"]) == (1, "replaced")
+    assert "of its words are English words" in judged["why"]
+    # a good text layer is trusted as it is
+    (good,) = parse_pdf("good", write_pdf(tmp_path / "good.pdf", [lines]))
+    assert good.method == "pymupdf" and "text_layer_replaced" not in good.flags
