@@ -21,6 +21,7 @@ import pymupdf
 from civicsetu_pipelines.base import DocumentError, canonicalize
 from civicsetu_pipelines.ingest.ocr import (
     MAX_UNREAD,
+    OcrPage,
     ocr_page,
     tesseract_available,
     tesseract_languages,
@@ -371,6 +372,18 @@ class _RawPage:
     replaced: str | None = None  # why OCR replaced the text layer (its rows: replaced_rows)
     replaced_rows: list[Row] = field(default_factory=list)
 
+    def read_by_ocr(self, read: OcrPage) -> None:
+        """Take the page's rows, margin lines and confidence from an OCR reading of it."""
+        self.confidence = read.confidence
+        self.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read.lines
+                           if not ln.margin]  # fmt: skip
+        self.margin_lines = [_Line(ln.text, ln.x0, ln.y0, ln.x1, ln.y1, False)
+                             for ln in read.lines if ln.margin]  # fmt: skip
+        self.method = "ocr"
+        self.flags.append("ocr")
+        if read.unread > MAX_UNREAD:
+            self.flags.append("ocr_unread")
+
     def rows(self, use_margins: bool) -> list[Row]:
         if self.fixed_rows is not None:
             if use_margins or not self.margin_lines:
@@ -452,16 +465,7 @@ def _extract_page(
             result.fixed_rows, result.method = alt, "pdfplumber"
             result.flags.append("fallback")
         elif ocr and tesseract_available():
-            read = ocr_page(page, language)
-            result.confidence = read.confidence
-            result.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read.lines
-                                 if not ln.margin]  # fmt: skip
-            result.margin_lines = [_Line(ln.text, ln.x0, ln.y0, ln.x1, ln.y1, False)
-                                   for ln in read.lines if ln.margin]  # fmt: skip
-            result.method = "ocr"
-            result.flags.append("ocr")
-            if read.unread > MAX_UNREAD:
-                result.flags.append("ocr_unread")
+            result.read_by_ocr(ocr_page(page, language))
         else:
             result.fixed_rows, result.method = [], "none"
             has_images = bool(page.get_images(full=False))
@@ -516,15 +520,8 @@ def _judge_text_layer(result: _RawPage, page: pymupdf.Page, language: str) -> No
         result.replaced = (f"text layer replaced by OCR ({why}; OCR confidence "
                            f"{read.confidence:.0f})")  # fmt: skip
         result.replaced_rows = layer
-        result.confidence = read.confidence
-        result.fixed_rows = [Row(ln.text, ln.x0, ln.y0, ln.x1, ln.y1) for ln in read.lines
-                             if not ln.margin]  # fmt: skip
-        result.margin_lines = [_Line(ln.text, ln.x0, ln.y0, ln.x1, ln.y1, False)
-                               for ln in read.lines if ln.margin]  # fmt: skip
-        result.method = "ocr"
-        result.flags += ["ocr", "text_layer_replaced"]
-        if read.unread > MAX_UNREAD:
-            result.flags.append("ocr_unread")
+        result.read_by_ocr(read)
+        result.flags.insert(result.flags.index("ocr") + 1, "text_layer_replaced")
     else:
         result.unreadable = (f"unreadable text layer ({why}; OCR confidence "
                              f"{read.confidence or 0:.0f})")  # fmt: skip
