@@ -497,8 +497,10 @@ def test_a_defect_stays_in_its_document(small_store: StoreEnv) -> None:
     generated = generated_rules(env.mirror / "generated.pdf")
     other = registry_entry(GENERATED_KEY, "generated.pdf", sha256_of(generated), SMALL_EFFECTIVE)
     env.write_registry([small_entry(env), other])
-    assert env.run_store("GUJARAT").success
+    assert env.run_assets("GUJARAT", [*STORE_ASSETS, "graph_edges"]).success
     before = {r["row_id"]: r for r in rows_of(env.database_url)}
+    edges_before = edges_of(env.database_url, GENERATED_KEY)
+    assert edges_before
     served = {r["row_id"] for r in before.values() if r["document_key"] == GENERATED_KEY}
     assert served
 
@@ -512,7 +514,7 @@ def test_a_defect_stays_in_its_document(small_store: StoreEnv) -> None:
     write_pdf(generated, pages)
     change_word(env.mirror / SMALL_PDF)  # the other document changes too, and must load
     env.write_registry([small_entry(env), {**other, "sha256": sha256_of(generated)}])
-    result = env.run_assets("GUJARAT", [*STORE_ASSETS, "document_catalog"])
+    result = env.run_assets("GUJARAT", [*STORE_ASSETS, "document_catalog", "graph_edges"])
     assert result.success  # the blocking checks pass on what loads
     checks = IngestEnv.checks(result)
     set_aside = checks[("section_chunks", "documents_set_aside")]
@@ -533,6 +535,18 @@ def test_a_defect_stays_in_its_document(small_store: StoreEnv) -> None:
     structure = env.frame("document_structure", "GUJARAT").set_index("document_key")
     assert "non_empty_text" in structure.loc[GENERATED_KEY, "set_aside"]
     assert structure.loc[SMALL_KEY, "set_aside"] == "[]"
+    # the graph is the graph of what is served: the set-aside document's edges stay too
+    assert edges_of(env.database_url, GENERATED_KEY) == edges_before
+
+
+def edges_of(url: str, document: str) -> set[tuple[str, str, str]]:
+    with connect(url) as conn:
+        rows = conn.execute(
+            "SELECT edge_type, source_label, target_label FROM graph_edges "
+            "WHERE source_document = %s",
+            (document,),
+        ).fetchall()
+    return {(str(a), str(b), str(c)) for a, b, c in rows}
 
 
 # ------------------------------------------------------------------------- domain level

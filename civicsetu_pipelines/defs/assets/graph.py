@@ -28,6 +28,11 @@ UNRESOLVED_LIMIT = 0.05
 DERIVATION_TARGET = 0.9
 
 
+# The chunk fields build_edges reads, in the order graph_edges selects them from legal_chunks.
+SERVED_NAMES = ("document_key", "chunk_id", "label", "section_label", "text", "unit",
+                "parent_id", "ordinal", "title", "chapter", "jurisdiction")  # fmt: skip
+
+
 def _text(value: Any) -> str | None:
     """A title or chapter as read from Parquet or Postgres (NaN or None when there is none)."""
     return value if isinstance(value, str) else None
@@ -77,12 +82,27 @@ def graph_edges(
         (s.key for s in registry.documents() if str(s.doc_type) == "act"), "rera_act_2016"
     )
     chunks = section_chunks.to_dict("records")
-    indexes: dict[str, UnitIndex] = {}
-    for key, group in section_chunks.groupby("document_key"):
-        indexes[str(key)] = UnitIndex.from_chunks(
-            zip(group["label"], group["chunk_id"], strict=True)
-        )
     with postgres.connect() as conn:
+        # The graph is the graph of what is served: a document this run did not load (its
+        # fetch failed, or it was set aside by a blocking check) keeps its previous rows, so
+        # its edges come from them.
+        loaded = {str(c["document_key"]) for c in chunks}
+        kept = [s.key for s in registry.documents(jurisdiction) if s.key not in loaded]
+        served = conn.execute(
+            "SELECT document_key, chunk_id::text, label, section_label, text, unit, "
+            "parent_id::text, ordinal, title, chapter, jurisdiction FROM legal_chunks "
+            "WHERE status = 'current' AND document_key = ANY(%s)",
+            (kept,),
+        ).fetchall() if kept else []  # fmt: skip
+        if served:
+            chunks += [dict(zip(SERVED_NAMES, row, strict=True)) for row in served]
+            context.log.info(f"edges of {sorted({r[0] for r in served})} from their served rows")
+        by_document: dict[str, list[tuple[str, str]]] = {}
+        for chunk in chunks:
+            by_document.setdefault(str(chunk["document_key"]), []).append(
+                (str(chunk["label"]), str(chunk["chunk_id"]))
+            )
+        indexes = {key: UnitIndex.from_chunks(pairs) for key, pairs in by_document.items()}
         if act_key not in indexes:
             rows = conn.execute(
                 "SELECT label, chunk_id::text FROM legal_chunks "
@@ -96,11 +116,12 @@ def graph_edges(
                     "unresolved until CENTRAL is materialized"
                 )
         doc_types = {spec.key: str(spec.doc_type) for spec in registry.documents()}
-        if act_key in set(section_chunks["document_key"]):
-            act = section_chunks[section_chunks["document_key"] == act_key]
-            sections: list[tuple[Any, ...]] = list(
-                zip(act["section_label"], act["title"], act["chapter"], strict=True)
-            )
+        if act_key in by_document:
+            sections: list[tuple[Any, ...]] = [
+                (c["section_label"], c.get("title"), c.get("chapter"))
+                for c in chunks
+                if c["document_key"] == act_key and c["unit"] == "section"
+            ]
         else:
             sections = conn.execute(
                 "SELECT DISTINCT section_label, title, chapter FROM legal_chunks "
