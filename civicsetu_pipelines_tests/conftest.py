@@ -34,7 +34,7 @@ from civicsetu_pipelines.store.database import EmbeddedPostgres, apply_migration
 
 RUN_STARTED = "CIVICSETU_TEST_RUN_STARTED"  # Unix time the run began (set once, inherited)
 RUN_DIR = "CIVICSETU_TEST_RUN_DIR"  # the run's own scratch directory (removed at its end)
-PARSE_CACHE_KEEP_DAYS = 14  # entries of the kept parse cache unused for longer are removed
+PARSE_CACHE_KEEP_DAYS = 14  # kept parse cache entries written longer ago are removed (re-parsed)
 
 # -- Tiers, from the fixtures a test uses ---------------------------------------------------------
 
@@ -42,7 +42,7 @@ PARSE_CACHE_KEEP_DAYS = 14  # entries of the kept parse cache unused for longer 
 TIER_FIXTURES = {
     "corpus": {"corpus_store", "corpus_parse_cache"},
     "process": {"processes"},
-    "model": {"mpnet_models_dir", "torch_embedder", "torch_runtime"},
+    "model": {"mpnet_models_dir", "torch_embedder"},
 }
 # xdist (--dist loadgroup): the tests on the materialized corpus share one worker, so the corpus
 # is materialized once; the process tests, which time stops and kills, share the other's turns.
@@ -60,7 +60,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = next((g for fixture, g in XDIST_GROUPS.items() if fixture in used), None)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
-            if config.getvalue("loadgroup"):
+            if getattr(config.option, "loadgroup", False):  # an xdist worker of loadgroup
                 _in_group(item, group)
 
 
