@@ -72,27 +72,28 @@ def tesseract_identity() -> str:
 def tesseract_languages() -> frozenset[str]:
     """The language data the ``tesseract`` on ``PATH`` has (empty when there is none)."""
     executable = shutil.which("tesseract")
-    return _tesseract_languages(executable) if executable else frozenset()
+    return _language_data(executable)[1] if executable else frozenset()
 
 
 @functools.cache
-def _tesseract_languages(executable: str) -> frozenset[str]:
+def _language_data(executable: str) -> tuple[Path | None, frozenset[str]]:
+    """Where ``executable`` reads its language data, and the languages there (one
+    ``--list-langs`` a process, for both the parse cache's key and the languages OCR asks for)."""
     done = subprocess.run([executable, "--list-langs"], capture_output=True, text=True, timeout=60)
-    return frozenset(line.strip() for line in done.stdout.splitlines()[1:] if line.strip())
+    lines = (done.stdout + done.stderr).splitlines()
+    folder = re.search(r'"([^"]+)"', lines[0]) if lines else None
+    languages = frozenset(line.strip() for line in lines[1:] if line.strip())
+    return (Path(folder.group(1)) if folder else None), languages
 
 
 @functools.cache
 def _tesseract_identity(executable: str) -> str:
-    def output(*args: str) -> str:
-        done = subprocess.run([executable, *args], capture_output=True, text=True, timeout=60)
-        return done.stdout + done.stderr
-
-    digest = hashlib.sha256(output("--version").splitlines()[0].encode())
-    listing = re.search(r'"([^"]+)"', output("--list-langs"))
-    if listing:
-        for data in sorted(Path(listing.group(1)).glob("*.traineddata")):
-            digest.update(data.name.encode())
-            digest.update(hashlib.sha256(data.read_bytes()).digest())
+    done = subprocess.run([executable, "--version"], capture_output=True, text=True, timeout=60)
+    digest = hashlib.sha256((done.stdout + done.stderr).splitlines()[0].encode())
+    folder, _ = _language_data(executable)
+    for data in sorted(folder.glob("*.traineddata")) if folder else []:
+        digest.update(data.name.encode())
+        digest.update(hashlib.sha256(data.read_bytes()).digest())
     return digest.hexdigest()
 
 

@@ -507,9 +507,15 @@ def _judge_text_layer(result: _RawPage, page: pymupdf.Page, language: str) -> No
     layer = result.rows(True) + _rows(result.margin_lines)
     # A page mostly in another script (a bilingual gazette's Hindi page) is not judged: its
     # rows go as `other_language`. Otherwise every Latin row counts, garbled ones included.
-    other = [row for row in layer if _DEVANAGARI.search(row.text) or _KANNADA.search(row.text)]
-    latin = [row for row in layer if row not in other]
-    if sum(len(row.text.split()) for row in other) > sum(len(row.text.split()) for row in latin):
+    latin: list[Row] = []
+    other_words = latin_words = 0
+    for row in layer:
+        if _DEVANAGARI.search(row.text) or _KANNADA.search(row.text):
+            other_words += len(row.text.split())
+        else:
+            latin.append(row)
+            latin_words += len(row.text.split())
+    if other_words > latin_words:
         return
     share = known_word_share(" ".join(row.text for row in latin))
     if share is None or share >= MIN_KNOWN_SHARE or not tesseract_available():
