@@ -1,6 +1,6 @@
 """The legal graph of every default jurisdiction, from the parse cache: no database, no model.
 
-Usage: .venv/bin/python bench/bench_graph.py [--titles-eval] [-v]
+Usage: .venv/bin/python bench/bench_graph.py [--titles-eval | --matters-eval] [--no-curated] [-v]
 
 Every default-registry document is parsed (through the parse cache of the environment:
 ``CIVICSETU_PARSE_CACHE``, else ``.civicsetu/storage/parse_cache``; scanned pages are OCR'd once)
@@ -14,6 +14,12 @@ the rule's title). ``-v`` lists every unresolved reference and every title deriv
 table's labels, split into dev (Gujarat's documents, where the constants of
 ``graph.references.TITLE_*`` were chosen) and test (the others): derived and right, derived and
 wrong, and left underived.
+
+``--matters-eval``: derivations by the Act's rule-making heads alone (``graph.matters``) for every
+substantive rule, against the sections the rule's own derivation phrase ("under section N") or
+the curated table name: dev (Gujarat's documents, where ``MATTER_*`` were chosen) and test (the
+others): right (same top-level section), wrong, underived; and rules with no such label that a
+head derives (listed with ``-v``, for a person to read).
 """
 
 from __future__ import annotations
@@ -23,7 +29,15 @@ from collections import Counter
 from typing import Any
 
 from civicsetu_pipelines.base import DEFAULT_MIRROR, Settings, sha256_file
-from civicsetu_pipelines.graph import ActTitles, UnitIndex, build_edges
+from civicsetu_pipelines.graph import (
+    ActTitles,
+    MatterIndex,
+    UnitIndex,
+    build_edges,
+    derivation,
+    is_framing_rule,
+    prescribed_matters,
+)
 from civicsetu_pipelines.ingest import (
     chunk_rows,
     load_curated_derivations,
@@ -45,7 +59,11 @@ def _chunks() -> dict[str, list[dict[str, Any]]]:
 
 
 def _by_title(edge: Any) -> bool:
-    return bool(edge.edge_type == "DERIVED_FROM" and edge.note and "title" in edge.note)
+    return bool(edge.edge_type == "DERIVED_FROM" and edge.note and "the title of" in edge.note)
+
+
+def _by_matter(edge: Any) -> bool:
+    return bool(edge.edge_type == "DERIVED_FROM" and edge.note and "-making head" in edge.note)
 
 
 def _index(chunks: list[dict[str, Any]]) -> UnitIndex:
@@ -55,6 +73,12 @@ def _index(chunks: list[dict[str, Any]]) -> UnitIndex:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--titles-eval", action="store_true")
+    parser.add_argument("--matters-eval", action="store_true")
+    parser.add_argument(
+        "--no-curated",
+        action="store_true",
+        help="leave the curated table out (as for a state it has no entry for)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     registry = load_registry(include_seed=False)
@@ -63,8 +87,15 @@ def main() -> None:
     doc_types = {s.key: str(s.doc_type) for s in registry.documents()}
     titles = ActTitles.from_units((c["section_label"], c["title"], c["chapter"])
                                   for c in docs[act_key])  # fmt: skip
+    matters = MatterIndex.build(
+        prescribed_matters(docs[act_key]),
+        {c["section_label"]: c["title"] or "" for c in docs[act_key] if c["unit"] == "section"},
+    )
     if args.titles_eval:
         _titles_eval(docs, act_key, doc_types, titles)
+        return
+    if args.matters_eval:
+        _matters_eval(docs, registry, matters, args.verbose)
         return
     for jurisdiction in registry.jurisdictions():
         keys = [s.key for s in registry.documents(jurisdiction)]
@@ -72,10 +103,13 @@ def main() -> None:
         indexes.setdefault(act_key, _index(docs[act_key]))
         build = build_edges([c for k in keys for c in docs[k]], doc_types=doc_types,
                             act_key=act_key, indexes=indexes,
-                            curated=load_curated_derivations(), act_titles=titles)  # fmt: skip
+                            curated=() if args.no_curated else load_curated_derivations(),
+                            act_titles=titles,
+                            matters=matters)  # fmt: skip
         internal = sum(build.internal.values())
         context = sum(1 for e in build.edges if e.basis == "context")
         by_title = Counter(e.source_document for e in build.edges if _by_title(e))
+        by_matter = Counter(e.source_document for e in build.edges if _by_matter(e))
         missing = len(build.unresolved)
         rate = missing / max(internal, 1)
         print(f"{jurisdiction}: unresolved {missing}/{internal} = {rate:.3f}, "
@@ -83,13 +117,15 @@ def main() -> None:
         for key, cover in build.derivation_coverage().items():
             derived = round(cover["substantive_share"] * cover["substantive_rules"])
             print(f"    {key}: {derived}/{cover['substantive_rules']} substantive rules derived "
-                  f"({by_title[key]} by title)")  # fmt: skip
+                  f"({by_matter[key]} edges by a rule-making head, {by_title[key]} by a section "
+                  "title)")  # fmt: skip
         if args.verbose:
             for item in build.unresolved:
                 print(f"    unresolved {item['document']} {item['label']}: {item['reference']}")
             for e in build.edges:
-                if _by_title(e):
-                    print(f"    title {e.source_label} -> {e.target_label}: {e.evidence_phrase}")
+                if _by_title(e) or _by_matter(e):
+                    print(f"    title {e.source_label} -> {e.target_label}: {e.evidence_phrase}"
+                          f" ({e.note})")  # fmt: skip
 
 
 def _titles_eval(
@@ -111,6 +147,45 @@ def _titles_eval(
     for half, counts in tally.items():
         print(f"{half}: {counts['right']} right, {counts['wrong']} wrong, "
               f"{counts['underived']} underived of {sum(counts.values())}")  # fmt: skip
+
+
+def _matters_eval(
+    docs: dict[str, list[dict[str, Any]]], registry: Any, matters: MatterIndex, verbose: bool
+) -> None:
+    curated = {(c.document, c.rule): c.sections for c in load_curated_derivations()}
+    tally: dict[str, Counter[str]] = {"dev": Counter(), "test": Counter()}
+    for spec in registry.documents():
+        if str(spec.doc_type) != "rules":
+            continue
+        half = "dev" if spec.key.startswith("gujarat") else "test"
+        heads: dict[str, dict[str, Any]] = {}
+        for c in sorted(docs[spec.key], key=lambda c: int(c["ordinal"])):
+            if c["unit"] == "rule":
+                heads.setdefault(c["section_label"], c)
+        for rule, head in heads.items():
+            title = head["title"] or ""
+            if is_framing_rule(title):
+                continue
+            own = derivation(head["text"], title)
+            wanted = (
+                [str(r.label) for r in own.references] if own and own.basis == "phrase"
+                else list(curated.get((spec.key, rule), []))
+            )  # fmt: skip
+            found = matters.match(title)
+            got = sorted({s for m in found[0] for s in m.sections}) if found else []
+            if not wanted:
+                outcome = "no label, derived" if found else "no label, underived"
+            elif not found:
+                outcome = "underived"
+            else:
+                top = {w.split("(")[0] for w in wanted}
+                outcome = "right" if {g.split("(")[0] for g in got} & top else "wrong"
+            tally[half][outcome] += 1
+            if verbose or outcome == "wrong":
+                print(f"  {half} {outcome:19s} {spec.key} {rule}: {title[:70]!r} -> {got} "
+                      f"(labels: {wanted})")  # fmt: skip
+    for half, counts in tally.items():
+        print(f"{half}: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
 
 
 if __name__ == "__main__":

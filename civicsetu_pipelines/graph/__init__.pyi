@@ -8,6 +8,11 @@ from .edges import (
     neighbours as neighbours,
     replace_edges as replace_edges,
 )
+from .matters import (
+    Matter as Matter,
+    MatterIndex as MatterIndex,
+    prescribed_matters as prescribed_matters,
+)
 from .neo4j_mirror import (
     export_csv as export_csv,
     read_snapshot as read_snapshot,
@@ -19,4 +24,6 @@ from .picture import (
 from .references import (
     ActTitles as ActTitles,
     UnitIndex as UnitIndex,
+    derivation as derivation,
+    is_framing_rule as is_framing_rule,
 )

@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 from psycopg.types.json import Jsonb
 
+from civicsetu_pipelines.graph.matters import MATTER_CONFIDENCE, MatterIndex
 from civicsetu_pipelines.graph.references import (
     TITLE_CONFIDENCE,
     ActTitles,
@@ -97,6 +98,7 @@ class GraphBuild:
             done = [r for r in rules if r in derived[doc]]
             substantive = [r for r in rules if (doc, r) not in self.framing]
             out[doc] = {
+                "substantive_derived": sum(r in derived[doc] for r in substantive),
                 "rules": len(rules),
                 "derived": len(done),
                 "share": round(len(done) / len(rules), 4) if rules else 0.0,
@@ -119,11 +121,13 @@ def build_edges(
     indexes: Mapping[str, UnitIndex],
     curated: Sequence[CuratedDerivation] = (),
     act_titles: ActTitles | None = None,
+    matters: MatterIndex | None = None,
 ) -> GraphBuild:
     """Edges of one jurisdiction's chunks. ``indexes`` must hold every document referred to
     (the jurisdiction's own and the Act's). ``curated`` derivations apply only to rules whose
-    opening names no Act section; ``act_titles`` (the Act's section titles) derives a rule that
-    neither its words nor the table derive from the section its title restates."""
+    opening names no Act section. A rule that neither its words nor the table derive derives
+    from the sections named by the Act's rule-making head its title restates (``matters``),
+    else from the section whose title it restates (``act_titles``)."""
     build = GraphBuild()
     by_rule = {(c.document, c.rule): c for c in curated}
     by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -233,7 +237,7 @@ def build_edges(
                 )
         for rule_label, parts in rule_text.items():
             build.rules[key].append(rule_label)
-            if is_framing_rule(str(parts[0].get("title") or "")):
+            if is_framing_rule(str(parts[0].get("title") or ""), str(parts[0]["text"])):
                 build.framing.add((key, rule_label))
             derived = _derive(parts[0], key, doc_type, act_key, indexes)
             entry = by_rule.get((key, rule_label))
@@ -243,8 +247,11 @@ def build_edges(
                      f"text names {derived[0].target_label}; the curated entry is ignored"}
                 )  # fmt: skip
             derived = derived or _curated(entry, parts[0], act_key, indexes, build)
-            if not derived and act_titles is not None and (key, rule_label) not in build.framing:
-                derived = _from_title(parts[0], key, act_key, indexes, act_titles)
+            if not derived and (key, rule_label) not in build.framing:
+                if matters is not None:
+                    derived = _from_matter(parts[0], key, act_key, indexes, matters)
+                if not derived and act_titles is not None:
+                    derived = _from_title(parts[0], key, act_key, indexes, act_titles)
             build.edges.extend(derived)
         for doc, rule in by_rule:
             if doc == key and rule not in rule_text:
@@ -383,6 +390,48 @@ def _from_title(
     ]
 
 
+def _from_matter(
+    head: Mapping[str, Any],
+    key: str,
+    act_key: str,
+    indexes: Mapping[str, UnitIndex],
+    matters: MatterIndex,
+) -> list[Edge]:
+    """DERIVED_FROM the sections named by the Act's rule-making head the rule's title restates
+    ("(g) the rate of interest payable under section 12")."""
+    title = str(head.get("title") or "")
+    found = matters.match(title)
+    index = indexes.get(act_key)
+    if found is None or index is None:
+        return []
+    edges: list[Edge] = []
+    for matter in found[0]:
+        for label in matter.sections:
+            target = index.finest(label)
+            if target is None or any(e.target_id == target[1] for e in edges):
+                continue
+            edges.append(
+                Edge(
+                    "DERIVED_FROM",
+                    key,
+                    str(head["chunk_id"]),
+                    str(head["section_label"]),
+                    act_key,
+                    target[1],
+                    target[0],
+                    str(head["chunk_id"]),
+                    None,
+                    None,
+                    title,
+                    confidence=MATTER_CONFIDENCE,
+                    basis="text",
+                    note=f"the rule's title restates the Act's {matter.instrument}-making head "
+                    f'{matter.key}, "{matter.text}" (score {found[1]})',
+                )  # fmt: skip
+            )
+    return edges
+
+
 def _curated(
     entry: CuratedDerivation | None,
     head: Mapping[str, Any],
@@ -420,8 +469,11 @@ def _curated(
     return edges
 
 
+SUMMED = ("internal_references", "unresolved", "rules", "rules_derived", "substantive_rules",
+          "substantive_derived")  # fmt: skip
 DOCUMENT_FIELDS = ("document_key", "internal_references", "unresolved", "unresolved_rate",
-                   "rules", "rules_derived", "missing_targets")  # fmt: skip
+                   "rules", "rules_derived", "substantive_rules", "substantive_derived",
+                   "missing_targets")  # fmt: skip
 
 
 def document_rows(build: GraphBuild) -> list[dict[str, Any]]:
@@ -437,6 +489,8 @@ def document_rows(build: GraphBuild) -> list[dict[str, Any]]:
             "unresolved_rate": round(build.unresolved_rate(key), 4),
             "rules": coverage.get(key, {}).get("rules", 0),
             "rules_derived": coverage.get(key, {}).get("derived", 0),
+            "substantive_rules": coverage.get(key, {}).get("substantive_rules", 0),
+            "substantive_derived": coverage.get(key, {}).get("substantive_derived", 0),
             "missing_targets": [m for m in missing if m["document"] == key],
         }
         for key in keys
@@ -562,12 +616,14 @@ def graph_stats(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]
         row = by_jurisdiction.setdefault(
             doc["jurisdiction"],
             {"jurisdiction": doc["jurisdiction"], "internal_references": 0, "unresolved": 0,
-             "rules": 0, "rules_derived": 0},
+             "rules": 0, "rules_derived": 0, "substantive_rules": 0, "substantive_derived": 0},
         )  # fmt: skip
-        for key in ("internal_references", "unresolved", "rules", "rules_derived"):
+        for key in SUMMED:
             row[key] += doc[key]
-    for row in by_jurisdiction.values():
+    for row in [*by_jurisdiction.values(), *documents]:
         total = row["internal_references"]
         row["unresolved_rate"] = round(row["unresolved"] / total, 4) if total else 0.0
+        rules = row["substantive_rules"]
+        row["derived_share"] = round(row["substantive_derived"] / rules, 4) if rules else None
     return {"edges": edges, "jurisdictions": list(by_jurisdiction.values()),
             "documents": documents}  # fmt: skip

@@ -332,9 +332,21 @@ PHRASE_CONFIDENCE = 1.0  # the Act section is introduced by a derivation phrase
 MENTION_CONFIDENCE = 0.8  # the first Act section the rule's opening names, without such a phrase
 
 
-def is_framing_rule(title: str | None) -> bool:
-    """A rule that frames the document (definitions, short title) and implements no section."""
-    return bool(title and _FRAMING_TITLE.match(title))
+# The drafting formulas that open a short-title or definitions rule, for a rule whose printed
+# title was lost (a margin note OCR did not read).
+_FRAMING_TEXT = re.compile(
+    r"\b(?:these|the)\s+(?:rules|regulations)\s+may\s+be\s+called\b"
+    r"|\bin\s+these\s+(?:rules|regulations)\s*,?\s+unless\s+the\s+context",
+    re.IGNORECASE,
+)
+
+
+def is_framing_rule(title: str | None, text: str | None = None) -> bool:
+    """A rule that frames the document (definitions, short title) and implements no section:
+    by its title, or, when it has none, by its opening words (``text``)."""
+    if title and title.strip():
+        return bool(_FRAMING_TITLE.match(title))
+    return bool(text and _FRAMING_TEXT.search(text[:400]))
 
 
 @dataclass(frozen=True)
@@ -419,7 +431,7 @@ _TITLE_STOP = frozenset(
 )
 
 
-def _title_words(text: str | None) -> frozenset[str]:
+def title_words(text: str | None) -> frozenset[str]:
     """Content words of a heading, plurals folded ("Members" is "member")."""
     return frozenset(
         w[:-1] if w.endswith("s") and len(w) > 4 else w
@@ -441,7 +453,7 @@ class ActTitles:
         sections: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
         for label, title, chapter in units:
             if title and label not in sections:
-                sections[label] = (_title_words(title), _title_words(chapter))
+                sections[label] = (title_words(title), title_words(chapter))
         frequency: dict[str, int] = {}
         for words, _ in sections.values():
             for word in words:
@@ -454,7 +466,7 @@ class ActTitles:
     def derive(self, title: str | None) -> tuple[str, float] | None:
         """The section whose title ``title`` restates, with the score; None when no section
         clearly does (see TITLE_MIN_SCORE)."""
-        rule = _title_words(title)
+        rule = title_words(title)
         if not rule:
             return None
         scored = []

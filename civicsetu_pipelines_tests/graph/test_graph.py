@@ -306,7 +306,16 @@ def test_rules_derive_from_the_act_section_their_title_restates(
 # (a section of another enactment, or a rule of a state whose rules the corpus lacks, is no
 # missing RERA unit). Gujarat's forms cite rules 36 and 28 its gazettes lack: a genuine 2.2%.
 MAX_UNRESOLVED = 0.025
-UP_FORMS = "the UP Rules' scan loses the headings of Forms D, I, K and N to OCR (issue 27)"
+UP_FORMS = (
+    "the UP Rules' copy lacks 12 of its 56 printed pages (Forms I and K are not in it) "
+    "and OCR loses the underlined headings of Forms D and N (issue 27)"
+)
+UP_TITLES = (
+    "29 of the UP Rules' 34 substantive rules derive: OCR lost the margin titles of rules "
+    "13 and 30, two garbled titles score just under the threshold chosen on Gujarat, and "
+    "no rule-making head names refund timelines (issue 27)"
+)
+DERIVED_SHARE = 0.9
 
 
 @pytest.mark.parametrize(
@@ -321,6 +330,23 @@ def test_references_resolve_in_every_default_jurisdiction(
         stats = {row["jurisdiction"]: row for row in graph_stats(conn)["jurisdictions"]}
     row = stats[jurisdiction]
     assert row["unresolved_rate"] <= MAX_UNRESOLVED, row
+
+
+@pytest.mark.parametrize(
+    "jurisdiction",
+    ["CHANDIGARH", "DAMAN_AND_DIU", "GUJARAT", "KARNATAKA",
+     pytest.param("UTTAR_PRADESH", marks=pytest.mark.xfail(strict=True, reason=UP_TITLES))],
+)  # fmt: skip
+def test_rules_derive_from_the_act_in_every_default_jurisdiction(
+    corpus_store: Any, jurisdiction: str
+) -> None:
+    """At least 90% of each jurisdiction's substantive rules are DERIVED_FROM an Act section,
+    as `civicsetu graph stats` shows them."""
+    with connect(corpus_store.database_url) as conn:
+        stats = {row["jurisdiction"]: row for row in graph_stats(conn)["jurisdictions"]}
+    row = stats[jurisdiction]
+    assert row["substantive_rules"] > 0, row
+    assert row["derived_share"] >= DERIVED_SHARE, row
 
 
 def test_other_enactments_sections_are_external_in_the_judgment(corpus_store: Any) -> None:

@@ -13,10 +13,12 @@ from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
 from civicsetu_pipelines.graph import (
     ActTitles,
+    MatterIndex,
     UnitIndex,
     build_edges,
     document_rows,
     export_csv,
+    prescribed_matters,
     read_snapshot,
     render_network,
     replace_edges,
@@ -31,6 +33,13 @@ DERIVATION_TARGET = 0.9
 # The chunk fields build_edges reads, in the order graph_edges selects them from legal_chunks.
 SERVED_NAMES = ("document_key", "chunk_id", "label", "section_label", "text", "unit",
                 "parent_id", "ordinal", "title", "chapter", "jurisdiction")  # fmt: skip
+# The Act's chunk fields its titles, index and prescribed matters are read from.
+ACT_NAMES = ("document_key", "chunk_id", "label", "section_label", "unit", "legal_path", "text",
+             "title", "chapter", "page_start", "ordinal")  # fmt: skip
+_ACT_ROWS = (
+    "SELECT document_key, chunk_id::text, label, section_label, unit, legal_path, text, title, "
+    "chapter, page_start, ordinal FROM legal_chunks WHERE document_key = %s AND status = 'current'"
+)
 
 
 def _text(value: Any) -> str | None:
@@ -103,31 +112,24 @@ def graph_edges(
                 (str(chunk["label"]), str(chunk["chunk_id"]))
             )
         indexes = {key: UnitIndex.from_chunks(pairs) for key, pairs in by_document.items()}
+        act = [c for c in chunks if c["document_key"] == act_key] or [
+            dict(zip(ACT_NAMES, row, strict=True))
+            for row in conn.execute(_ACT_ROWS, (act_key,)).fetchall()
+        ]
         if act_key not in indexes:
-            rows = conn.execute(
-                "SELECT label, chunk_id::text FROM legal_chunks "
-                "WHERE document_key = %s AND status = 'current'",
-                (act_key,),
-            ).fetchall()
-            indexes[act_key] = UnitIndex.from_chunks((r[0], r[1]) for r in rows)
-            if not rows:
+            pairs = [(str(c["label"]), str(c["chunk_id"])) for c in act]
+            indexes[act_key] = UnitIndex.from_chunks(pairs)
+            if not act:
                 context.log.warning(
                     f"{act_key} is not in the store yet: references to Act sections stay "
                     "unresolved until CENTRAL is materialized"
                 )
         doc_types = {spec.key: str(spec.doc_type) for spec in registry.documents()}
-        if act_key in by_document:
-            sections: list[tuple[Any, ...]] = [
-                (c["section_label"], c.get("title"), c.get("chapter"))
-                for c in chunks
-                if c["document_key"] == act_key and c["unit"] == "section"
-            ]
-        else:
-            sections = conn.execute(
-                "SELECT DISTINCT section_label, title, chapter FROM legal_chunks "
-                "WHERE document_key = %s AND status = 'current' AND unit = 'section'",
-                (act_key,),
-            ).fetchall()
+        sections = {
+            str(c["section_label"]): (_text(c.get("title")), _text(c.get("chapter")))
+            for c in act if c["unit"] == "section"
+        }  # fmt: skip
+        matters = prescribed_matters(act)
         build = build_edges(
             chunks,
             doc_types=doc_types,
@@ -135,7 +137,10 @@ def graph_edges(
             indexes=indexes,
             curated=load_curated_derivations(),
             act_titles=ActTitles.from_units(
-                (str(label), _text(title), _text(chapter)) for label, title, chapter in sections
+                (label, title, chapter) for label, (title, chapter) in sections.items()
+            ),
+            matters=MatterIndex.build(
+                matters, {label: title or "" for label, (title, _) in sections.items()}
             ),
         )
         written = replace_edges(conn, jurisdiction, build.edges, document_rows(build))
