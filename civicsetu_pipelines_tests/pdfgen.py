@@ -21,6 +21,7 @@ section.
 from __future__ import annotations
 
 import html
+import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,8 +331,11 @@ def zero_page_pdf_bytes() -> bytes:
     return bytes(out)
 
 
-def scanned_pdf(path: Path | str, pages: Sequence[Sequence[PageItem]], dpi: int = 150) -> Path:
-    """``pages`` rendered to greyscale images: a PDF with no text layer at all."""
+def scanned_pdf(
+    path: Path | str, pages: Sequence[Sequence[PageItem]], dpi: int = 150, skew: float = 0.0
+) -> Path:
+    """``pages`` rendered to greyscale images: a PDF with no text layer at all. ``skew`` turns
+    each image by that many degrees (counter-clockwise), as a page fed askew into a scanner."""
     path = Path(path)
     source = pymupdf.open(stream=pdf_bytes(pages), filetype="pdf")
     out = pymupdf.open()
@@ -340,7 +344,16 @@ def scanned_pdf(path: Path | str, pages: Sequence[Sequence[PageItem]], dpi: int 
             page = source[index]
             pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
             scan = out.new_page(width=page.rect.width, height=page.rect.height)
-            scan.insert_image(scan.rect, pixmap=pix)
+            if skew:
+                from PIL import Image
+
+                image = Image.frombytes("L", (pix.width, pix.height), pix.samples)
+                turned = image.rotate(skew, resample=Image.Resampling.BICUBIC, fillcolor=255)
+                buffer = io.BytesIO()
+                turned.save(buffer, format="PNG", dpi=(dpi, dpi))
+                scan.insert_image(scan.rect, stream=buffer.getvalue())
+            else:
+                scan.insert_image(scan.rect, pixmap=pix)
         out.save(path, deflate=True)
     finally:
         out.close()

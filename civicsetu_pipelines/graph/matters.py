@@ -120,8 +120,16 @@ KNOWN_ZIPF = 2.5  # a title word at least this common in English (wordfreq) is n
 
 
 def _words(text: str | None) -> frozenset[str]:
-    """Content words, plurals folded further than titles fold them ("fees" is "fee")."""
-    return frozenset(w[:-1] if w.endswith("s") and len(w) > 3 else w for w in title_words(text))
+    """Content words, plurals folded further than titles fold them ("fees" is "fee"); "other",
+    "additional" and "further" are one word, "other" (a head's "any other powers of the
+    Tribunal" is a rule's "Additional powers of the Appellate Tribunal")."""
+    words = {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in title_words(text)}
+    if _OTHER.search(text or ""):
+        words = (words - {"additional", "further"}) | {"other"}
+    return frozenset(words)
+
+
+_OTHER = re.compile(r"\b(?:other|additional|further)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

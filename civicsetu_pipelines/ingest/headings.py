@@ -185,12 +185,22 @@ def contents_rows(rows: Sequence[Row]) -> set[int]:
     return set()
 
 
+def next_words(rows: Sequence[Row], i: int) -> int | None:
+    """The first row after row ``i`` with words in it (a scan's specks, "Ne" or a stray quote
+    beside a heading, are skipped), or None."""
+    for j in range(i + 1, min(len(rows), i + 4)):
+        if len(re.sub(r"[^A-Za-z0-9]", "", rows[j].text)) >= 3:
+            return j
+    return None
+
+
 def appendix_at(rows: Sequence[Row], i: int) -> Appendix | None:
     """The appendix heading at row ``i``, if it is one; an unnamed appendix is "[See rule 3]"
     above its title in capitals (kind ``""``, the title-cased title for its label)."""
     text = _SPECKS.sub("", rows[i].text.strip())
-    if SEE_RULE.match(text) and i + 1 < len(rows):
-        below = rows[i + 1].text.strip()
+    below_at = next_words(rows, i)
+    if SEE_RULE.match(text) and below_at is not None:
+        below = rows[below_at].text.strip()
         if below.isupper() and len(below) <= 90:
             return Appendix(i, "", canonicalize(below).title(), text, True)
     match = _APPENDIX.match(text)
@@ -199,11 +209,14 @@ def appendix_at(rows: Sequence[Row], i: int) -> Appendix | None:
     kind = match.group("kind").split()[-1].capitalize()
     ident = match.group("id") or ""
     title = match.group("rest").strip()
-    if not title and i + 1 < len(rows) and len(rows[i + 1].text) < 120:
-        title = rows[i + 1].text.strip()
-    if SEE_RULE.match(title) and i + 2 < len(rows) and len(rows[i + 2].text) < 120:
-        # "FORM 'A'" / "[See rule 3(2)]" / "APPLICATION FOR REGISTRATION OF PROJECT"
-        title = f"{rows[i + 2].text.strip()} {title}"
+    if not title and below_at is not None and len(rows[below_at].text) < 120:
+        title = rows[below_at].text.strip()
+        after = next_words(rows, below_at)
+        if SEE_RULE.match(title) and after is not None and len(rows[after].text) < 120:
+            # "FORM 'A'" / "[See rule 3(2)]" / "APPLICATION FOR REGISTRATION OF PROJECT"
+            title = f"{rows[after].text.strip()} {title}"
+    elif SEE_RULE.match(title) and below_at is not None and len(rows[below_at].text) < 120:
+        title = f"{rows[below_at].text.strip()} {title}"
     return Appendix(i, kind, ident, title, _is_appendix(match))
 
 

@@ -37,6 +37,7 @@ from civicsetu_pipelines.ingest.headings import (
     is_chapter,
     is_toc_row,
     line_lengths,
+    next_words,
     numbered_heading,
     question_heading,
 )
@@ -270,7 +271,7 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
         previous_row = heading.row + heading.consumed - 1
     body_end = len(stream.text)
     if chosen:
-        appendix_units = _appendix_units(stream, appendices, previous_row)
+        appendix_units = _appendix_units(stream, appendices, previous_row, body=units)
         units.extend(appendix_units)
         body_end = appendix_units[0].start if appendix_units else body_end
     # Close the units: each runs until the next one starts.
@@ -312,11 +313,15 @@ def page_units(stream: Stream) -> list[Unit]:
     return units
 
 
-def _appendix_units(stream: Stream, appendices: Sequence[Appendix], after_row: int) -> list[Unit]:
+def _appendix_units(
+    stream: Stream, appendices: Sequence[Appendix], after_row: int, body: Sequence[Unit] = ()
+) -> list[Unit]:
     """Forms, annexures and schedules after the numbered body (row ``after_row``): strong
-    headings, and an unnamed appendix ("[See rule 3]" above a title in capitals) first."""
+    headings, and an unnamed appendix ("[See rule 3]" above a title in capitals) first. A later
+    unnamed one whose named heading the reading lost is named by :func:`_lost_heading`."""
     rows = stream.rows
     units: list[Unit] = []
+    unnamed: list[tuple[int, Appendix]] = []  # (index in units it precedes, appendix)
     labels: dict[str, int] = {}
     for appendix in appendices:
         if appendix.row <= after_row or not appendix.strong:
@@ -326,13 +331,67 @@ def _appendix_units(stream: Stream, appendices: Sequence[Appendix], after_row: i
             if not units:  # "[See rule 3]" later on is a form's own note, not a heading
                 units.append(Unit("form", None, appendix.ident, appendix.title, row.start,
                                   row.end, row.end))  # fmt: skip
+            else:
+                unnamed.append((len(units), appendix))
             continue
         base = f"{appendix.kind} {appendix.ident}".strip()
         labels[base] = labels.get(base, 0) + 1
         label = base if labels[base] == 1 else f"{base} [{labels[base]}]"
         number = label.split(" ", 1)[1] if " " in label else None
         units.append(Unit("form", number, label, appendix.title, row.start, row.end, row.end))
+    for at, appendix in reversed(unnamed):
+        found = _lost_heading(stream, appendix, units[at - 1], units[at : at + 1], body,
+                              body_end=units[0].start)  # fmt: skip
+        if found is not None:
+            units.insert(at, found)
     return units
+
+
+_SEE_RULE_NUMBER = re.compile(r"\b(?:rule|regulation|section)s?\s*(\d+)|\band\s+(\d+)", re.I)
+_LETTER_IDENT = re.compile(r"^[A-Z]$")
+
+
+def _lost_heading(
+    stream: Stream,
+    appendix: Appendix,
+    before: Unit,
+    after: Sequence[Unit],
+    body: Sequence[Unit],
+    body_end: int,
+) -> Unit | None:
+    """An unnamed appendix ("[See rule 6(2) ... and rule 8]" over a title in capitals) whose
+    named heading ("FORM D") the reading lost: named from the document itself, when it opens its
+    page (nothing above it there but specks), the forms around it leave exactly one letter out
+    ("Form C" ... "Form E"), and a rule its note names cites that form ("in Form D"). Flagged
+    ``label_from_citations``; anything less certain stays part of the form before it."""
+    rows = stream.rows
+    row = rows[appendix.row]
+    above = [r for r in rows if r.page == row.page and r.start < row.start]
+    if any(len(re.sub(r"[^A-Za-z0-9]", "", r.text)) > 3 for r in above):
+        return None
+    kind, _, ident = before.label.partition(" ")
+    if not _LETTER_IDENT.match(ident):
+        return None
+    missing = chr(ord(ident) + 1)
+    if after:
+        next_kind, _, next_ident = after[0].label.partition(" ")
+        if next_kind != kind or not _LETTER_IDENT.match(next_ident) or next_ident <= missing:
+            return None
+        if ord(next_ident) - ord(ident) != 2:
+            return None
+    cited = {a or b for a, b in _SEE_RULE_NUMBER.findall(appendix.title)}
+    mention = re.compile(rf"\b{re.escape(kind)}\s*[-'‘’\"“”]?\s*{missing}\b(?![-'’])", re.I)
+    ends = [u.start for u in body[1:]] + [body_end]
+    citing = [
+        u.label for u, end in zip(body, ends, strict=True)
+        if u.number in cited and mention.search(stream.text[u.start : end])
+    ]  # fmt: skip
+    if not citing:
+        return None
+    below = next_words(rows, appendix.row)
+    title = f"{canonicalize(rows[below].text.strip()) if below else ''} {appendix.title}".strip()
+    return Unit("form", missing, f"{kind} {missing}", title, row.start, row.end, row.end,
+                flags=["label_from_citations"])  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------

@@ -238,10 +238,12 @@ def _lines(words: list[_PixelWord], scale: float, width: float) -> tuple[list[Oc
             specks.add(word)
     gutter = _gutter([w for line in lines.values() for w in line if w not in specks], width)
     rows = []
+    heads: list[Word] = []  # each row's first word
     for line in lines.values():
         for part in _split_at_gaps(sorted(line), gutter):
             text = canonicalize(" ".join(w[4] for w in part))
             if text and not all(w in specks for w in part):
+                heads.append(part[0])
                 rows.append(
                     OcrLine(
                         text,
@@ -256,9 +258,38 @@ def _lines(words: list[_PixelWord], scale: float, width: float) -> tuple[list[Oc
                         and any(ch.isalpha() for w in part for ch in w[4]),
                     )
                 )
-    rows.sort(key=lambda r: (r.y0, r.x0))
     mean = statistics.fmean(w.confidence for w in words) if words else 0.0
-    return rows, round(mean, 1)
+    return _reading_order(rows, heads), round(mean, 1)
+
+
+def _reading_order(rows: list[OcrLine], heads: Sequence[Word]) -> list[OcrLine]:
+    """Rows top to bottom, and left to right within a printed line. A line is placed by where it
+    starts (its first word), not by its box: on a skewed scan a long line's box rises towards
+    its far end, so its top sits above the rule number printed level with its start ("13-"
+    beside "The real estate agent shall ..."), and sorting by the box put the number after the
+    line, giving the rule's first line to the rule before it. Rows whose first words' tops are
+    within half a word height of each other are one printed line."""
+    if not rows:
+        return rows
+    height = statistics.median(h[3] - h[1] for h in heads)
+    order = sorted(range(len(rows)), key=lambda k: (heads[k][1], rows[k].x0))
+    out: list[OcrLine] = []
+    group: list[int] = []
+    anchor = 0.0  # the top of the group's first real word (a speck's box says little)
+    for k in order:
+        top, tall = heads[k][1], heads[k][3] - heads[k][1] >= LINE_BAND * height
+        if group and top - anchor > LINE_BAND * height:
+            out += [rows[g] for g in sorted(group, key=lambda g: rows[g].x0)]
+            group = []
+        if not group or (tall and not any(heads[g][3] - heads[g][1] >= LINE_BAND * height
+                                          for g in group)):  # fmt: skip
+            anchor = top
+        group.append(k)
+    out += [rows[g] for g in sorted(group, key=lambda g: rows[g].x0)]
+    return out
+
+
+LINE_BAND = 0.5  # first words whose tops differ by at most this many word heights share a line
 
 
 Word = tuple[float, float, float, float, str]

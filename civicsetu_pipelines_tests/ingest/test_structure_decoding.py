@@ -164,6 +164,53 @@ def test_forms_citing_rules_and_a_body_that_ends_where_the_forms_begin(tmp_path:
     assert report.structure_ok  # a missing cited rule is a warning, named
 
 
+def _forms_document(lost_page: list[PageItem], cite: str = "Form D") -> list[list[PageItem]]:
+    rows: list[PageItem] = [f"{n}. Rule {n} heading.- {FILLER}" for n in range(1, 5)]
+    rows[2] = f"3. Rejection.- The Authority shall inform the applicant in {cite}. {FILLER}"
+    form_c: list[PageItem] = ["FORM C", "[See rule 2]", "REGISTRATION CERTIFICATE",
+                              "1. Name of the promoter:", "2. Address:"]  # fmt: skip
+    form_e: list[PageItem] = ["FORM E", "[See rule 4]", "APPLICATION FOR EXTENSION",
+                              "1. Registration number:", "2. Reasons:"]  # fmt: skip
+    return [rows, form_c, lost_page, form_e]
+
+
+def test_a_form_whose_heading_the_reading_lost_is_named_by_the_rules_citing_it(
+    tmp_path: Path,
+) -> None:
+    """A scan's underlined "FORM D" that OCR dropped: the page opens with the form's own note
+    "[See rule 3]" over its title, between Forms C and E, and rule 3 cites "Form D"."""
+    lost: list[PageItem] = [
+        "[See rule 3]",
+        "INTIMATION OF REJECTION",
+        "From: the Authority",
+        "You are hereby informed that your application is rejected.",
+    ]
+    chunks, report = pdf_chunks(tmp_path, _forms_document(lost))
+    forms = [c for c in top_level(chunks) if c.unit == "form"]
+    assert [c.label for c in forms] == ["Form C", "Form D", "Form E"]
+    form_d = by_label(chunks)["Form D"]
+    assert "label_from_citations" in form_d.flags
+    assert "INTIMATION OF REJECTION" in form_d.title and "See rule 3" in form_d.title
+    assert "hereby informed" in form_d.text
+    assert "hereby informed" not in by_label(chunks)["Form C"].text
+    assert report.structure_ok, report.checks
+
+
+@pytest.mark.parametrize(
+    ("case", "cite"),
+    [("no rule it names cites the missing form", "Form B"),
+     ("the note is not where its page starts", "Form D")],
+)  # fmt: skip
+def test_a_form_s_own_note_stays_in_the_form(tmp_path: Path, case: str, cite: str) -> None:
+    lost: list[PageItem] = ["[See rule 3]", "INTIMATION OF REJECTION", "From: the Authority"]
+    if case.startswith("the note"):
+        lost = ["3. Particulars of the rejection continued from the page before:", *lost]
+    chunks, _report = pdf_chunks(tmp_path, _forms_document(lost, cite))
+    forms = [c.label for c in top_level(chunks) if c.unit == "form"]
+    assert forms == ["Form C", "Form E"], case
+    assert "INTIMATION OF REJECTION" in by_label(chunks)["Form C"].text
+
+
 # ------------------------------------------------------------- checks that fail loudly
 
 
@@ -368,6 +415,51 @@ def test_ocr_reads_a_scan_at_its_own_resolution_and_counts_unread_ink(tmp_path: 
         assert scan_dpi(doc[0]) == DEFAULT_DPI  # not a scan: the default resolution
 
 
+def test_a_rule_number_beside_a_skewed_line_starts_that_line(tmp_path: Path) -> None:
+    """On a scan fed askew, a long line's box rises towards its far end, so its top sits above
+    the rule number printed level with its start. Read by their boxes, "29-(1)" came after the
+    first line of rule 29, which then ended rule 28 (UP rules 13 and 30 lost their first lines
+    and their titles so)."""
+    import pymupdf
+
+    from civicsetu_pipelines.ingest.ocr import ocr_page
+    from civicsetu_pipelines_tests.pdfgen import scanned_pdf
+
+    body = "The promoter shall furnish the following information to the Authority without delay"
+    lines: list[PageItem] = []
+    for n, y in ((28, 120), (29, 200), (30, 280)):
+        lines += [(f"{n}-(1)", 50, y, 11, False), (f"{body} {n}.", 90, y, 11, False),
+                  ("and this sentence continues on the next line of the rule.", 90, y + 16, 11,
+                   False)]  # fmt: skip
+    path = scanned_pdf(tmp_path / "skewed.pdf", [lines], dpi=200, skew=0.8)
+    with pymupdf.open(path) as doc:
+        texts = [line.text for line in ocr_page(doc[0], "eng").lines]
+    # each number, then its rule's first line, then the line that continues it
+    numbers = [i for i, t in enumerate(texts) if t.endswith("-(1)")]
+    assert [texts[i] for i in numbers] == ["28-(1)", "29-(1)", "30-(1)"], texts
+    for i, n in zip(numbers, (28, 29, 30), strict=True):
+        assert texts[i + 1] == f"{body} {n}.", texts
+        assert texts[i + 2].startswith("and this sentence continues"), texts
+
+
+def test_rows_are_ordered_by_where_their_lines_start() -> None:
+    from civicsetu_pipelines.ingest.ocr import OcrLine, _reading_order
+
+    # (text, x0, box top, first word's top): a skewed body line starts lower than its box top
+    made = [("or consultants, as the case may be.", 226, 674.6, 678.6),
+            (";", 459, 684.0, 684.0),  # a speck first in the band anchors nothing
+            ("Additional powers of the", 45, 686.5, 686.5),
+            ("The Appellate Tribunal may call upon", 226, 686.2, 688.7),
+            ("30-", 201, 689.4, 689.4),
+            ("the fields of economics", 226, 699.1, 701.3)]  # fmt: skip
+    rows = [OcrLine(t, x, top, x + 100, top + 9) for t, x, top, _ in made]
+    heads = [(x, head, x + 20, head + (1.1 if t == ";" else 8.5), t) for t, x, _, head in made]
+    ordered = [r.text for r in _reading_order(rows, heads)]
+    assert ordered.index("30-") < ordered.index("The Appellate Tribunal may call upon")
+    assert ordered[0] == "or consultants, as the case may be."
+    assert ordered[-1] == "the fields of economics"
+
+
 def test_inspect_up_rules_scanned_from_the_corpus(
     corpus_dir: Path, corpus_parse_cache: Path
 ) -> None:
@@ -391,6 +483,15 @@ def test_inspect_up_rules_scanned_from_the_corpus(
     assert titles["Rule 24"].startswith("Manner of implementation of order")
     # nor does a lone speck ("." or "/") left of the gutter start a note of its own
     assert titles["Rule 5"].startswith("Withdrawal of")
+    # a rule number level with the start of a skewed line starts that line: the rule keeps its
+    # first line and its margin title (they went to the rule before)
+    assert titles["Rule 13"] == "Other functions of a real estate agent.-"
+    assert titles["Rule 30"] == "Additional powers of the Appellate Tribunal.-"
+    # forms whose underlined headings OCR lost are named from the rules citing them
+    forms = {u["label"]: u for u in found["units"] if u["label"].startswith("Form ")}
+    assert list(forms) == [f"Form {c}" for c in "ABCDEFGHJLMNOP"]  # I and K: not in this copy
+    assert (forms["Form D"]["first_page"], forms["Form N"]["first_page"]) == (24, 36)
+    assert forms["Form B"]["title"].startswith("DECLARATION, SUPPORTED BY AN AFFIDAVIT")
     assert titles["Rule 31"].startswith("Administrative powers of")
     checks = {c["name"]: c for c in found["checks"]}
     assert checks["cited_units"]["passed"], checks["cited_units"]
