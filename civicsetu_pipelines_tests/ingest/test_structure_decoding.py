@@ -211,6 +211,31 @@ def test_a_form_s_own_note_stays_in_the_form(tmp_path: Path, case: str, cite: st
     assert "INTIMATION OF REJECTION" in by_label(chunks)["Form C"].text
 
 
+@pytest.mark.parametrize("foot", [715.0, 770.0, 805.0])  # in the body, and in the footer zone
+def test_a_heading_at_the_foot_of_a_page_keeps_its_body_from_the_next(
+    tmp_path: Path, foot: float
+) -> None:
+    """ "4. Display of sanctioned plans.-" is the last line of page 1 and its sub-rules open page
+    2, under the gazette's running header: rule 4 is one unit over the break, with its title,
+    and rule 3 does not take its body."""
+    header = ("THE GAZETTE OF GUJARAT EXTRAORDINARY, 1ST MAY 2017", 72, 40, 8, False)
+    page1: list[PageItem] = [header, *PREAMBLE_ROWS]
+    page1 += [f"{n}. Rule {n} heading.- {FILLER}{FILLER}" for n in range(1, 4)]
+    page1 += [("4. Display of sanctioned plans.-", 72, foot, 10, False)]
+    page2: list[PageItem] = [header, "(1) The promoter shall display the sanctioned plans at the "
+                             "site.", f"(2) {FILLER}", f"5. Fees.- {FILLER}"]  # fmt: skip
+    page3: list[PageItem] = [header, f"6. Returns.- {FILLER}", f"7. Records.- {FILLER}"]
+    chunks, report = pdf_chunks(tmp_path, [page1, page2, page3])
+    assert report.numbered == ["1", "2", "3", "4", "5", "6", "7"] and report.structure_ok
+    rule4 = by_label(chunks)["Rule 4"]
+    assert rule4.title == "Display of sanctioned plans"
+    assert (rule4.page_start, rule4.page_end) == (1, 2)
+    assert rule4.text.startswith(
+        "4. Display of sanctioned plans.-\n(1) The promoter shall display the sanctioned plans"
+    )  # the running header of page 2 is not between them
+    assert "sanctioned plans" not in by_label(chunks)["Rule 3"].text
+
+
 # ------------------------------------------------------------- checks that fail loudly
 
 
