@@ -17,6 +17,19 @@ from .llm import (
 from .questions import (
     QuestionError as QuestionError,
 )
+from .ranking import (
+    FEATURES as FEATURES,
+    Candidate as Candidate,
+    DeterministicReranker as DeterministicReranker,
+    LinearReranker as LinearReranker,
+    RankerFileError as RankerFileError,
+    candidate_features as candidate_features,
+    load_ranker as load_ranker,
+    save_ranker as save_ranker,
+)
 from .retrieval import (
     RetrievalSettings as RetrievalSettings,
+)
+from .vocabulary import (
+    load_vocabulary as load_vocabulary,
 )

@@ -65,6 +65,7 @@ log = logging.getLogger("civicsetu.answers")
 class AnswerSettings:
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
     cross_encoder: str | None = None
+    ranker: str | None = None  # a learned ranker file (served when it exists)
     llm: LLMSettings | None = None
     distances: EvidenceDistances | None = None  # None: those calibrated for the query's model
 
@@ -114,10 +115,17 @@ class QueryEngine:
         # decided before retrieval, or a comparison): bench/calibrate_refusals.py replays it.
         self.last_evidence: EvidenceReading | None = None
         self._lock = threading.Lock()
-        self.reranker: Reranker = make_reranker(self.settings.cross_encoder)
+        self.reranker: Reranker = make_reranker(self.settings.cross_encoder, self.settings.ranker)
         self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval, self.reranker)
         self._composer = Composer(self._conn, self.settings.llm)
         self.jurisdictions = self._retriever.stored_jurisdictions()
+
+    def use_reranker(self, reranker: Reranker) -> Reranker:
+        """Rank with ``reranker`` from the next question on; returns the one it replaces
+        (training records candidates through it; evaluation compares rankers)."""
+        previous, self.reranker = self.reranker, reranker
+        self._retriever.reranker = reranker
+        return previous
 
     @property
     def embed_query(self) -> Callable[[str], np.ndarray]:
@@ -158,6 +166,8 @@ class QueryEngine:
             self._retriever.new_question()  # the question's vector, once per answer
             result = self._answer(query, wanted, date, k, timer, since)
         result["timings_ms"] = timer.finish()
+        version = getattr(self.reranker, "version", "")
+        result["ranker"] = f"{self.reranker.name} {version}".strip()
         log.info(
             "question %s (%d chars): %s%s in %.1f ms",
             question_hash(query.text),
@@ -261,8 +271,9 @@ def answer(
 
 def settings_from_env() -> AnswerSettings:
     """Answer settings from the environment (``CIVICSETU_EF_SEARCH``, ``CIVICSETU_CROSS_ENCODER``,
+    ``CIVICSETU_RANKER`` (else the promoted learned ranker, if any),
     ``CIVICSETU_LLM_BASE_URL`` / ``_MODEL`` / ``_API_KEY``)."""
-    from civicsetu_pipelines.base import answer_env
+    from civicsetu_pipelines.base import Settings, answer_env
 
     env = answer_env()
     llm = None
@@ -272,6 +283,7 @@ def settings_from_env() -> AnswerSettings:
     return AnswerSettings(
         retrieval=RetrievalSettings(ef_search=int(env.get("ef_search") or 100)),
         cross_encoder=env.get("cross_encoder") or None,
+        ranker=str(ranker) if (ranker := Settings.from_env().ranker_path) else None,
         llm=llm,
     )
 

@@ -13,8 +13,11 @@ answer is built.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -131,8 +134,8 @@ class DeterministicReranker:
               0.5 for a unit one DERIVED_FROM step from a hit when it asks how a rule
               implements the Act; 0.3 for one REFERENCES step when it asks about
               cross-references; 0.3 for a definition (Section 2) when it asks what a word means;
-              0.25 for a unit of a state the question names; 0.3 for a commencement provision
-              when it asks when something comes into force
+              0.5 for a unit of a state the question names, or of the Act when it names none;
+              0.3 for a commencement provision when it asks when something comes into force
     """
 
     name: str = "deterministic"
@@ -141,57 +144,183 @@ class DeterministicReranker:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
         terms = scoring_terms(query)
         for c in candidates:
-            title = term_overlap(terms, f"{c.row.get('title') or ''} {c.label}")
-            text = term_overlap(terms, c.row.get("text"))
-            authority = authority_of(
-                str(c.row.get("doc_type") or ""), str(c.row.get("unit")), query.asks_about
-            )
-            c.why = {
-                "fused": c.fused / top,
-                "exact": 1.0 if c.exact else 0.0,
-                "title": 0.35 * title,
-                "text": 0.25 * text,
-                "authority": AUTHORITY_WEIGHT * authority.strength,
-                "expanded_only": -0.15 if c.via and not c.ranks else 0.0,
-                "intent": _intent_bonus(query, c),
-            }
+            c.why = hand_parts(candidate_features(query, c, top, terms))
             c.score = sum(c.why.values())
         return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
 
 
+# The retrievers whose ranks are features of their own (a unit's reciprocal rank in each).
+RETRIEVERS = ("reference", "vector", "fulltext", "vector:legal", "fulltext:legal", "phrases")
+# What the deterministic reranker adds for each intent a unit answers (see its docstring).
+INTENT_BONUS = {"penalty": 0.3, "implementation": 0.5, "cross_reference": 0.3,
+                "definition": 0.3, "named_state": STATE_BONUS, "national": NATIONAL_BONUS,
+                "commencement": 0.3}  # fmt: skip
+# Every feature of a candidate, in a fixed order (a learned ranker's weights follow it).
+FEATURES = ("fused", "exact", "title", "text", "authority", "expanded_only", *INTENT_BONUS,
+            *(f"rr_{r}" for r in RETRIEVERS), "closeness", "family", "graph", "hand")  # fmt: skip
+
+
+def candidate_features(
+    query: Query, c: Candidate, top: float | None = None, terms: Sequence[str] | None = None
+) -> dict[str, float]:
+    """The candidate's features, unweighted, by name (:data:`FEATURES`): its fused rank over
+    the best (``top``), an exact reference, the share of the question's terms in its title and
+    in its text, its authority, expansion alone, each intent it answers (0/1), its reciprocal
+    rank in each retriever, its closeness to the question (1 - cosine distance) and how it was
+    reached."""
+    terms = scoring_terms(query) if terms is None else terms
+    authority = authority_of(
+        str(c.row.get("doc_type") or ""), str(c.row.get("unit")), query.asks_about
+    )
+    out = {
+        "fused": c.fused / (top or 1.0),
+        "exact": 1.0 if c.exact else 0.0,
+        "title": term_overlap(terms, f"{c.row.get('title') or ''} {c.label}"),
+        "text": term_overlap(terms, c.row.get("text")),
+        "authority": authority.strength,
+        "expanded_only": 1.0 if c.via and not c.ranks else 0.0,
+        **_intents(query, c),
+        **{f"rr_{r}": 1.0 / c.ranks[r] if r in c.ranks else 0.0 for r in RETRIEVERS},
+        "closeness": 1.0 - c.distance if c.distance is not None else 0.0,
+        "family": 1.0 if c.via == "family" else 0.0,
+        "graph": 1.0 if c.via and c.via.startswith("graph:") else 0.0,
+    }
+    out["hand"] = hand_score(out)
+    return out
+
+
+def hand_score(f: Mapping[str, float]) -> float:
+    """The hand-set ranking's score of a candidate with features ``f`` (see
+    :class:`DeterministicReranker`): a learned ranker may start from it and correct it."""
+    return sum(hand_parts(f).values())
+
+
+def hand_parts(f: Mapping[str, float]) -> dict[str, float]:
+    """The hand-set score's parts, by name (what ``--explain`` shows for it)."""
+    return {
+        "fused": f["fused"],
+        "exact": f["exact"],
+        "title": 0.35 * f["title"],
+        "text": 0.25 * f["text"],
+        "authority": AUTHORITY_WEIGHT * f["authority"],
+        "expanded_only": -0.15 * f["expanded_only"],
+        "intent": sum(weight * f[name] for name, weight in INTENT_BONUS.items()),
+    }
+
+
 _PENALTY = re.compile(r"\b(?:penalt|punish|fine\b|fines\b|imprison|compound)", re.IGNORECASE)
-
-
-def _intent_bonus(query: Query, c: Candidate) -> float:
-    bonus = 0.0
-    depth = c.row.get("graph_depth")
-    if "penalty" in query.intents and _PENALTY.search(f"{c.row.get('title') or ''} {c.label}"):
-        bonus += 0.3
-    if "implementation" in query.intents and c.via == "graph:DERIVED_FROM" and depth == 1:
-        bonus += 0.5
-    if "cross_reference" in query.intents and c.via == "graph:REFERENCES" and depth == 1:
-        bonus += 0.3
-    if "definition" in query.intents and str(c.row.get("section_label")) == "Section 2":
-        bonus += 0.3
-    if c.row.get("jurisdiction") in query.jurisdictions and c.row.get("jurisdiction") != (
-        ACT_JURISDICTION
-    ):
-        bonus += STATE_BONUS  # the question names this state: its own provisions first
-    elif c.row.get("jurisdiction") == ACT_JURISDICTION and not (
-        set(query.jurisdictions) - {ACT_JURISDICTION}
-    ):
-        bonus += NATIONAL_BONUS  # no state named: the law of every state (the Act) first
-    asks_commencement = {"force", "commence", "commencement", "effect"} & set(query.terms)
-    if (
-        "temporal" in query.intents
-        and asks_commencement
-        and _COMMENCEMENT.search(str(c.row.get("title") or ""))
-    ):
-        bonus += 0.3
-    return bonus
-
-
 _COMMENCEMENT = re.compile(r"commencement", re.IGNORECASE)
+
+
+def _intents(query: Query, c: Candidate) -> dict[str, float]:
+    """Which of the question's intents the candidate answers, 0 or 1 each."""
+    depth = c.row.get("graph_depth")
+    jurisdiction = c.row.get("jurisdiction")
+    # the question names this state: its own provisions first
+    named = jurisdiction in query.jurisdictions and jurisdiction != ACT_JURISDICTION
+    # no state named: the law of every state (the Act) first
+    national = (
+        not named
+        and jurisdiction == ACT_JURISDICTION
+        and not (set(query.jurisdictions) - {ACT_JURISDICTION})
+    )
+    asks_commencement = {"force", "commence", "commencement", "effect"} & set(query.terms)
+    title = str(c.row.get("title") or "")
+    found = {
+        "penalty": "penalty" in query.intents and bool(_PENALTY.search(f"{title} {c.label}")),
+        "implementation": "implementation" in query.intents
+        and c.via == "graph:DERIVED_FROM"
+        and depth == 1,
+        "cross_reference": "cross_reference" in query.intents
+        and c.via == "graph:REFERENCES"
+        and depth == 1,
+        "definition": "definition" in query.intents
+        and str(c.row.get("section_label")) == "Section 2",
+        "named_state": named,
+        "national": national,
+        "commencement": "temporal" in query.intents
+        and bool(asks_commencement)
+        and bool(_COMMENCEMENT.search(title)),
+    }
+    return {name: 1.0 if value else 0.0 for name, value in found.items()}
+
+
+@dataclass
+class LinearReranker:
+    """A ranker learned from the corpus (``civicsetu_pipelines.rank``): a logistic model whose
+    logit is the intercept plus each feature (:func:`candidate_features`) times its learned
+    weight; each product is kept in :attr:`Candidate.why`, so ``ask --explain`` shows every
+    feature's contribution. The score is the model's probability that the unit answers (0-1),
+    plus 1 for an exact reference match, which so stays first whatever the weights say (as the
+    deterministic ranker adds 1 for it); the answer keeps the units within half the best score,
+    as it does for the deterministic ranker's."""
+
+    weights: dict[str, float]
+    intercept: float = 0.0
+    version: str = ""
+    # "probability": the score is the logistic probability; "score": the sum itself, on the
+    # hand-set ranking's scale (a blend of the hand-set score and a learned correction)
+    output: str = "probability"
+    name: str = "learned"
+
+    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
+        top = max((c.fused for c in candidates), default=0.0) or 1.0
+        terms = scoring_terms(query)
+        for c in candidates:
+            f = candidate_features(query, c, top, terms)
+            c.why = {name: w * f[name] for name, w in self.weights.items() if name in f}
+            c.why["intercept"] = self.intercept
+            total = sum(c.why.values())
+            if self.output == "score":
+                c.score = total  # the hand-set score (with its +1 for an exact match) corrected
+            else:
+                c.score = 1.0 / (1.0 + math.exp(-total)) + (1.0 if c.exact else 0.0)
+        return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
+
+    def payload(self) -> dict[str, Any]:
+        """What is saved and checksummed (:func:`save_ranker`)."""
+        return {"features": list(self.weights), "weights": self.weights,
+                "intercept": self.intercept, "version": self.version,
+                "output": self.output}  # fmt: skip
+
+
+class RankerFileError(ValueError):
+    """A learned ranker file that cannot be served (unreadable, tampered with, or for features
+    this code does not compute)."""
+
+
+def _checksum(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def save_ranker(ranker: LinearReranker, path: Path, **provenance: Any) -> str:
+    """Write ``ranker`` to ``path`` (JSON: its payload, its sha256 and ``provenance``); returns
+    the checksum."""
+    payload = ranker.payload()
+    digest = _checksum(payload)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"ranker": payload, "sha256": digest, **provenance}, indent=1))
+    tmp.replace(path)
+    return digest
+
+
+def load_ranker(path: Path) -> LinearReranker:
+    """The learned ranker saved at ``path``, its checksum verified; :class:`RankerFileError`
+    naming the file and the fault otherwise."""
+    try:
+        saved = json.loads(path.read_text())
+        payload, digest = saved["ranker"], saved["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RankerFileError(f"{path}: not a learned ranker file ({exc})") from exc
+    if _checksum(payload) != digest:
+        raise RankerFileError(f"{path}: checksum mismatch (the file was changed after training)")
+    unknown = sorted(set(payload["weights"]) - set(FEATURES))
+    if unknown:
+        raise RankerFileError(f"{path}: features this code does not compute: {unknown}")
+    output = str(payload.get("output", "probability"))
+    return LinearReranker(dict(payload["weights"]), float(payload["intercept"]),
+                          str(payload["version"]), output)  # fmt: skip
 
 
 @dataclass
@@ -216,14 +345,19 @@ class CrossEncoderReranker:
         return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
 
 
-def make_reranker(cross_encoder: str | None) -> Reranker:
-    """The cross-encoder when one is configured and present on disk, else the default.
+def make_reranker(cross_encoder: str | None, ranker: str | None = None) -> Reranker:
+    """The cross-encoder when one is configured and present on disk; else the learned ranker
+    at ``ranker`` (the one the ``learned_ranker`` asset promoted) when it exists; else the
+    default.
 
-    A configured path that does not exist falls back to the default (and says so via the
-    returned reranker's name), so a missing model never breaks answering.
+    A configured cross-encoder path that does not exist falls back (and says so via the
+    returned reranker's name), so a missing model never breaks answering. A learned ranker file
+    that exists but fails its checksum raises :class:`RankerFileError`: it is never served.
     """
     if cross_encoder and Path(cross_encoder).exists():
         return CrossEncoderReranker(cross_encoder)
+    if ranker and Path(ranker).exists():
+        return load_ranker(Path(ranker))
     return DeterministicReranker()
 
 

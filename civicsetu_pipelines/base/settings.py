@@ -56,6 +56,10 @@ ENV_CELERY_BROKER_URL = "CIVICSETU_CELERY_BROKER_URL"
 # their ONNX exports (default <state>/models).
 ENV_PARSE_CACHE = "CIVICSETU_PARSE_CACHE"
 ENV_MODELS_DIR = "CIVICSETU_MODELS_DIR"
+# The learned ranker the answers use: the file the learned_ranker asset promotes (default
+# <state>/storage/ranker/promoted.json; absent until a ranker wins on dev); "none" serves the
+# hand-set ranking whatever was promoted.
+ENV_RANKER = "CIVICSETU_RANKER"
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
@@ -110,6 +114,20 @@ class Settings:
         """Extracted models and their ONNX exports: ``CIVICSETU_MODELS_DIR``, else
         ``<state>/models``."""
         return self.models_override or models_dir(self.state_dir)
+
+    @property
+    def ranker_dir(self) -> Path:
+        """The learned ranker's files: every trained version and the promoted one."""
+        return self.storage_dir / "ranker"
+
+    @property
+    def ranker_path(self) -> Path | None:
+        """The learned ranker answers are served with: ``CIVICSETU_RANKER`` ("none": the
+        hand-set ranking), else the promoted file (served only when it exists)."""
+        chosen = os.environ.get(ENV_RANKER)
+        if chosen and chosen.strip().lower() == "none":
+            return None
+        return Path(chosen) if chosen else self.ranker_dir / "promoted.json"
 
     @property
     def dagster_home(self) -> Path:

@@ -80,10 +80,21 @@ def ask(
                       f"{c['document_title']}, page {c['page']} - {c['source_url']}",
                       markup=False)  # fmt: skip
     if explain and result.get("retrieved"):
-        table = Table(
-            title="Ranking: score = sum of the parts (authority is the prior of legal "
-            "force: act > rules > regulations > orders > case law > FAQ > forms)"
-        )
+        ranker = str(result.get("ranker") or "deterministic")
+        if ranker.startswith("learned") and "+" in ranker:
+            title = (f"Ranking by the {ranker} ranker: score = sum of the parts: the hand-set "
+                     "score (hand) and a learned correction (each feature times its learned "
+                     "weight, and the intercept)")  # fmt: skip
+        elif ranker.startswith("learned"):
+            title = (f"Ranking by the {ranker} ranker: score = the probability the unit answers, "
+                     "from the sum of the parts (each feature times its learned weight, and the "
+                     "intercept), +1 for a unit the question names")  # fmt: skip
+        else:
+            title = (
+                "Ranking: score = sum of the parts (authority is the prior of legal "
+                "force: act > rules > regulations > orders > case law > FAQ > forms)"
+            )
+        table = Table(title=title)
         for column in ("#", "unit", "authority", "score", "parts"):
             table.add_column(column)
         for rank, r in enumerate(result["retrieved"], start=1):

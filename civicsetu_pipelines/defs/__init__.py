@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 
 from civicsetu_pipelines.base import Settings, neo4j_configured
-from civicsetu_pipelines.defs.assets import answers, evaluation, graph, ingest, store
+from civicsetu_pipelines.defs.assets import answers, evaluation, graph, ingest, ranking, store
 from civicsetu_pipelines.defs.executors import civicsetu_executor
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
 from civicsetu_pipelines.defs.jobs import (
@@ -29,8 +29,10 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     )
     ingest_job = build_ingest_job(neo4j_enabled=neo4j_configured())
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, store, graph, answers, evaluation]),
-        asset_checks=dg.load_asset_checks_from_modules([ingest, store, graph, answers, evaluation]),
+        assets=dg.load_assets_from_modules([ingest, store, graph, answers, ranking, evaluation]),
+        asset_checks=dg.load_asset_checks_from_modules(
+            [ingest, store, graph, answers, ranking, evaluation]
+        ),
         jobs=[ingest_job, build_answers_job(), build_evaluation_job()],
         schedules=build_reingest_schedules(ingest_job),
         sensors=[

@@ -8,7 +8,7 @@ import dagster as dg
 WORKLOAD_TAG = "civicsetu/workload"
 
 # Assets over every jurisdiction at once: materialized by their own job after the partitions.
-UNPARTITIONED = ("answers", "golden_eval_all", "eval_report")
+UNPARTITIONED = ("answers", "training_pairs", "learned_ranker", "golden_eval_all", "eval_report")
 
 
 def build_answers_job() -> dg.UnresolvedAssetJobDefinition:
@@ -21,11 +21,15 @@ def build_answers_job() -> dg.UnresolvedAssetJobDefinition:
 
 
 def build_evaluation_job() -> dg.UnresolvedAssetJobDefinition:
-    """Score every golden question and render the analyst report."""
+    """Learn the ranking from the corpus, score every golden question and render the analyst
+    report."""
     return dg.define_asset_job(
         "evaluation_job",
-        selection=dg.AssetSelection.assets("golden_eval_all", "eval_report"),
-        description="Score all golden questions against the stores and render the report",
+        selection=dg.AssetSelection.assets(
+            "training_pairs", "learned_ranker", "golden_eval_all", "eval_report"
+        ),
+        description="Mine training questions from the corpus, learn a ranker (served when it "
+        "wins on dev), score all golden questions against the stores and render the report",
     )
 
 

@@ -46,6 +46,7 @@ from civicsetu_pipelines.base import (
     ENV_NEO4J_USER,
     ENV_NEO4J_USERNAME,
     ENV_PARSE_CACHE,
+    ENV_RANKER,
     ENV_STATE_DIR,
     REPO_ROOT,
     Settings,
@@ -128,6 +129,9 @@ class AnswerResource(dg.ConfigurableResource):
     ef_search: int = Field(default=100, description="hnsw.ef_search for the vector candidates")
     cross_encoder: str = Field(default="", description="Local path of a cross-encoder; empty = "
                                "the deterministic reranker")  # fmt: skip
+    ranker: str = Field(default="", description="A learned ranker file; empty = the one the "
+                        "learned_ranker asset promoted, if any; 'none' = the hand-set "
+                        "ranking")  # fmt: skip
     llm_base_url: str = Field(default="", description="OpenAI-compatible base URL; empty = "
                               "extractive answers only")  # fmt: skip
     llm_model: str = Field(default="", description="Model name at that endpoint")
@@ -138,9 +142,14 @@ class AnswerResource(dg.ConfigurableResource):
         if self.llm_base_url:
             llm = LLMSettings(self.llm_base_url, self.llm_model or "default",
                               self.llm_api_key or None)  # fmt: skip
+        if self.ranker.strip().lower() == "none":
+            ranker = None
+        else:
+            ranker = self.ranker or str(Settings.from_env().ranker_dir / "promoted.json")
         return AnswerSettings(
             retrieval=RetrievalSettings(ef_search=int(self.ef_search)),
             cross_encoder=self.cross_encoder or None,
+            ranker=ranker,
             llm=llm,
         )
 
@@ -207,6 +216,7 @@ def default_resources() -> dict[str, object]:
         "answering": AnswerResource(
             ef_search=_env_int(ENV_EF_SEARCH, 100),
             cross_encoder=_env(ENV_CROSS_ENCODER, ""),
+            ranker=_env(ENV_RANKER, ""),
             llm_base_url=_env(ENV_LLM_BASE_URL, ""),
             llm_model=_env(ENV_LLM_MODEL, ""),
             llm_api_key=_env(ENV_LLM_API_KEY, ""),

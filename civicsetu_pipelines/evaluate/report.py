@@ -96,6 +96,7 @@ __all__ = [
 SECTIONS = (
     ("headline", "Headline metrics"),
     ("splits", "Dev and test halves"),
+    ("ranking", "Hand-set and learned ranking"),
     ("hit5", "Hit@5 by jurisdiction and query type"),
     ("refusals", "Refusal correctness"),
     ("means", "Metric means by jurisdiction"),
@@ -522,6 +523,7 @@ def _page(
     runs: int,
     previous: Mapping[str, Any] | None,
     images: Mapping[str, bytes],
+    ranking: Mapping[str, Any] | None = None,
 ) -> str:
     means_head, means_rows = _means(questions)
     template = _templates().get_template(PAGE_TEMPLATE)
@@ -529,7 +531,7 @@ def _page(
         title=title,
         script_sha256=_script_sha256(),
         generated=generated_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip(),
-        sections=SECTIONS,
+        sections=[(key, name) for key, name in SECTIONS if key != "ranking" or ranking],
         heading=dict(SECTIONS),
         counts={
             "questions": len(questions),
@@ -551,7 +553,25 @@ def _page(
         full_columns=["RR" if m == "reciprocal_rank" else label(m) for m in _FULL_COLUMNS],
         questions=_question_rows(questions),
         csv_name=CSV_NAME,
+        ranking=ranking,
     )
+
+
+def _ranking(ranking: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The learned ranker's table for the page: one row per variant, its columns in order."""
+    if not ranking or not ranking.get("rows"):
+        return None
+    columns: list[str] = []
+    for row in ranking["rows"]:
+        columns += [c for c in row if c not in columns]
+    rows = [[_fmt(r.get(c), 3) if isinstance(r.get(c), float) else str(r.get(c, "—"))
+             for c in columns] for r in ranking["rows"]]  # fmt: skip
+    return {
+        "promoted": bool(ranking.get("promoted")),
+        "reason": str(ranking.get("reason", "")),
+        "columns": [c.replace("_", " ") for c in columns],
+        "rows": rows,
+    }
 
 
 SPLIT_METRICS = (
@@ -698,6 +718,7 @@ def render_report(
     generated_at: datetime,
     thresholds: Mapping[str, float] | None = None,
     run_id: str | None = None,
+    ranking: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
     """Write ``report.html``, ``per_question.csv`` and ``summary.png`` into ``out_dir``.
 
@@ -707,7 +728,9 @@ def render_report(
     computed). ``history``: runs oldest first (``run_id``, ``started_at``, ``metrics``). It may
     or may not hold this run: this run is the entry with ``run_id`` or, without ``run_id``, a
     last entry whose headline metrics equal ``headline``; otherwise it is appended to the trend
-    as "this run". With no history the trend says "first run". ``thresholds``: minimum values
+    as "this run". With no history the trend says "first run". ``ranking``: the learned
+    ranker's verdict and variants (``promoted``, ``reason``, ``rows`` of mappings), shown beside
+    the hand-set ranking when given. ``thresholds``: minimum values
     (e.g. ``{"hit_at_5": 0.9}``) shown as pass/fail and as lines on the plots.
     """
     out_dir = Path(out_dir)
@@ -741,6 +764,7 @@ def render_report(
         runs=len(runs),
         previous=previous,
         images=images,
+        ranking=_ranking(ranking),
     )
     summary = plots.summary_png(questions, headline, thresholds, title)
     paths = ReportFiles(

@@ -117,9 +117,14 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
         patch.setenv(ENV_STATE_DIR, str(corpus_store.state_dir))
         job = build_definitions().resolve_job_def("evaluation_job")
         results = []
-        with dg.DagsterInstance.ephemeral() as instance:
-            for _ in range(2):
-                results.append(job.execute_in_process(instance=instance))
+        try:
+            with dg.DagsterInstance.ephemeral() as instance:
+                for _ in range(2):
+                    results.append(job.execute_in_process(instance=instance))
+        finally:  # the store is shared: the tests after this one answer with the hand-set ranking
+            (corpus_store.state_dir / "storage" / "ranker" / "promoted.json").unlink(
+                missing_ok=True
+            )
     assert all(r.success for r in results)
     with connect(corpus_store.database_url) as conn:
         after = conn.execute("SELECT count(*) FROM eval_runs WHERE scope = 'ALL'").fetchone()
@@ -130,8 +135,13 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
     assert before is not None and after is not None and per_question is not None
     assert after[0] == before[0] + 2
     assert per_question[0] >= 2 * len(load_golden())
-    checks = {e.check_name: e for e in results[-1].get_asset_check_evaluations()}
+    evaluations = results[-1].get_asset_check_evaluations()
+    checks = {e.check_name: e for e in evaluations
+              if e.asset_key.to_user_string() == "golden_eval_all"}  # fmt: skip
     assert set(checks) == {f"{metric}_threshold" for metric in THRESHOLDS}
+    # the ranker learned from the corpus: trained once, its promotion decided on dev and said
+    (promotion,) = [e for e in evaluations if e.check_name == "promotion"]
+    assert "dev governing MRR" in str(promotion.metadata["reason"].value)
     targets = {"governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
                "plain_answered", "citation_validity", "refusal_correctness"}  # fmt: skip
     assert set(THRESHOLDS) >= targets
@@ -141,6 +151,15 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
         }
         for e in results[-1].get_asset_materialization_events()
     }
+    ranked = [
+        {k: v.value for k, v in e.materialization.metadata.items()}
+        for r in results
+        for e in r.get_asset_materialization_events()
+        if e.materialization.asset_key.to_user_string() == "learned_ranker"
+    ]
+    assert [m["retrained"] for m in ranked] == [True, False]  # nothing changed: not retrained
+    assert ranked[0]["version"] == ranked[1]["version"]
+    assert events["training_pairs"]["faq"] > 0 and events["training_pairs"]["held_back"] > 0
     report = events["eval_report"]
     assert report["runs_in_trend"] >= 2
     assert "data:image/png;base64," in report["plot"]

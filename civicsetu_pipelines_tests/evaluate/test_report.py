@@ -304,6 +304,8 @@ def test_every_section_is_there(report: ReportFiles) -> None:
     headings = _structure(text).headings
     assert headings[0] == "CivicSetu golden-set evaluation"
     for key, title in SECTIONS:
+        if key == "ranking":  # only with a learned ranker (the test below)
+            continue
         assert title in headings, title
         assert f'<section id="{key}">' in text
     assert "40</strong> questions" in text
@@ -439,6 +441,26 @@ def test_history_that_already_holds_this_run(tmp_path: Path) -> None:
     # "Previous run" is the run before it: hit@5 0.750 there
     row = re.search(r"<tr><td>hit@5</td>.*?</tr>", text)
     assert row and ">0.750<" in row.group(0)
+
+
+def test_the_learned_ranking_beside_the_hand_set_one(tmp_path: Path, report: ReportFiles) -> None:
+    rows = make_rows()
+    ranking = {"promoted": False, "reason": "dev governing MRR 0.700 does not beat 0.772",
+               "rows": [{"variant": "hand-set (current)", "dev_governing_mrr": 0.772,
+                         "test_governing_mrr": 0.75},
+                        {"variant": "points-c1", "held_back_mrr": 0.79,
+                         "dev_governing_mrr": 0.7}]}  # fmt: skip
+    files = render_report(tmp_path, rows=rows, headline=make_headline(rows), history=[],
+                          title="t", generated_at=GENERATED_AT, thresholds=THRESHOLDS,
+                          ranking=ranking)  # fmt: skip
+    text = files.html.read_text(encoding="utf-8")
+    assert 'id="ranking"' in text and "Not promoted" in text and "does not beat 0.772" in text
+    table = text[text.index('id="ranking"') :]
+    assert "<th>dev governing mrr</th>" in table and "<td>points-c1</td>" in table
+    assert ">0.772<" in table and "<td>—</td>" in table  # a variant without a test score
+    # without a learned ranker the section and its link are not there
+    assert 'id="ranking"' not in report.html.read_text(encoding="utf-8")
+    assert 'href="#ranking"' not in report.html.read_text(encoding="utf-8")
 
 
 def test_no_questions_and_no_thresholds(tmp_path: Path) -> None:

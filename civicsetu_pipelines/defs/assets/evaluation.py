@@ -2,12 +2,14 @@
 Postgres), and the analyst report."""
 
 import datetime as dt
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import dagster as dg
 
 from civicsetu_pipelines.answer import QueryEngine
+from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import (
@@ -150,7 +152,7 @@ def golden_eval_scores(
     automation_condition=EAGER,
     kinds={"python", "postgres"},
     owners=OWNERS,
-    deps=["legal_chunks", "graph_edges"],
+    deps=["legal_chunks", "graph_edges", "learned_ranker"],
     check_specs=_check_specs("golden_eval_all"),
 )
 def golden_eval_all(
@@ -197,6 +199,7 @@ def eval_report(
             raise dg.Failure("No evaluation run yet: materialize golden_eval_all first")
         latest = past[-1]
         rows = _question_rows(conn, latest["run_id"])
+    ranking_file = Settings.from_env().ranker_dir / "report.json"
     files = render_report(
         corpus.reports / "eval",
         rows=rows,
@@ -205,6 +208,7 @@ def eval_report(
         title="CivicSetu golden-set evaluation",
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
         thresholds=THRESHOLDS,
+        ranking=json.loads(ranking_file.read_text()) if ranking_file.exists() else None,
     )
     return dg.MaterializeResult(
         metadata={

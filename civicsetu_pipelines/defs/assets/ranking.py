@@ -1,0 +1,224 @@
+"""Ranking assets: training questions mined from the corpus, and the ranker learned from them,
+served only when it wins on the golden dev half (the ``promotion`` check)."""
+
+import hashlib
+import json
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+
+from civicsetu_pipelines.answer import (
+    DeterministicReranker,
+    QueryEngine,
+    load_ranker,
+    save_ranker,
+)
+from civicsetu_pipelines.base import Settings
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.defs.resources import AnswerResource, EmbeddingResource, PostgresResource
+from civicsetu_pipelines.evaluate import evaluate, load_golden
+from civicsetu_pipelines.ingest import load_registry
+from civicsetu_pipelines.rank import (
+    BLENDS,
+    SEED,
+    VARIANTS,
+    TrainingQuery,
+    blend,
+    collect,
+    counts,
+    fit,
+    mean_reciprocal_rank,
+    mine_training_queries,
+    promotion,
+    version_of,
+)
+
+PAIRS_FILE = "training_pairs.jsonl"
+REPORT_FILE = "report.json"  # the last verdict and variants, for the analyst report
+SHOWN = ("governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3", "plain_answered",
+         "refusal_correctness", "citation_validity")  # fmt: skip
+
+
+def _act_key() -> str:
+    return next((s.key for s in load_registry().documents() if str(s.doc_type) == "act"),
+                "rera_act_2016")  # fmt: skip
+
+
+@dg.asset(
+    group_name="ranking",
+    automation_condition=EAGER,
+    kinds={"python", "postgres"},
+    owners=OWNERS,
+    deps=["legal_chunks", "graph_edges"],
+)
+def training_pairs(context: dg.AssetExecutionContext, postgres: PostgresResource) -> (
+    dg.MaterializeResult
+):  # fmt: skip
+    """Questions mined from the stored corpus with the units that answer them (titles, FAQ
+    citations, judgment citations, derivations, lay rewrites; never the golden files), each with
+    its provenance and a held-back slice of its own; written to
+    ``<state>/storage/ranker/training_pairs.jsonl``."""
+    with postgres.connect() as conn:
+        queries = mine_training_queries(conn, _act_key())
+    lines = "".join(json.dumps(q.as_row(), sort_keys=True) + "\n" for q in queries)
+    target = Settings.from_env().ranker_dir / PAIRS_FILE
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(lines)
+    digest = hashlib.sha256(lines.encode()).hexdigest()
+    context.log.info(f"{len(queries)} training questions mined: {dict(counts(queries))}")
+    return dg.MaterializeResult(
+        metadata={**{k: int(v) for k, v in counts(queries).items()}, "sha256": digest,
+                  "path": dg.MetadataValue.path(str(target)),
+                  "sample": dg.MetadataValue.json([q.as_row() for q in queries[::97]])},
+        data_version=dg.DataVersion(digest),
+    )  # fmt: skip
+
+
+def _read_pairs(path: Any) -> list[TrainingQuery]:
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [TrainingQuery(r["query"], tuple(tuple(p) for p in r["positives"]), r["source"],
+                          r["origin"], r["held_back"]) for r in rows]  # fmt: skip
+
+
+def _store_fingerprint(conn: Any) -> str:
+    row = conn.execute(
+        "SELECT md5(string_agg(chunk_id::text || content_sha256, ',' ORDER BY chunk_id)) "
+        "FROM legal_chunks WHERE status = 'current'"
+    ).fetchone()
+    return str(row[0])
+
+
+@dg.asset(
+    group_name="ranking",
+    automation_condition=EAGER,
+    kinds={"python", "scikitlearn"},
+    owners=OWNERS,
+    deps=["training_pairs"],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "promotion",
+            asset="learned_ranker",
+            description="The learned ranker is served only when it beats the current ranking "
+            "on dev governing MRR without lowering dev refusal correctness (warning when not: "
+            "the current ranking stays)",
+        )
+    ],
+)
+def learned_ranker(
+    context: dg.AssetExecutionContext,
+    postgres: PostgresResource,
+    embedder: EmbeddingResource,
+    answering: AnswerResource,
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    """A logistic ranker over each candidate's features, trained on the mined questions; every
+    variant scored on the golden dev half (the choice) and the test half (the report) beside the
+    hand-set ranking. Versioned by its inputs (the pairs' and the store's hashes, the variants,
+    the seed): a re-materialization with nothing changed reuses the trained file. Promoted to
+    ``<state>/storage/ranker/promoted.json`` when it wins on dev; otherwise that file is removed
+    and the hand-set ranking is served."""
+    ranker_dir = Settings.from_env().ranker_dir
+    pairs_path = ranker_dir / PAIRS_FILE
+    queries = _read_pairs(pairs_path)
+    golden = load_golden()
+    halves = {s: [g for g in golden if g.split == s] for s in ("dev", "test")}
+    settings = answering.settings()
+    with (
+        QueryEngine(postgres.url(), embedder.query_embedder(), settings) as engine,
+        postgres.connect() as conn,
+    ):
+        version = version_of(hashlib.sha256(pairs_path.read_bytes()).hexdigest(),
+                             _store_fingerprint(conn), VARIANTS, SEED)  # fmt: skip
+        saved = ranker_dir / f"ranker-{version}.json"
+
+        def scores(ranker: Any, which: tuple[str, ...] = ("dev", "test")) -> dict[str, Any]:
+            engine.use_reranker(ranker)
+            return {half: {m: v for m, v in evaluate(engine, conn, halves[half],
+                                                     with_ragas=False).headline.items()
+                           if m in SHOWN and v is not None}
+                    for half in which}  # fmt: skip
+
+        current = scores(DeterministicReranker())
+        retrained = not saved.exists()
+        if not retrained:
+            context.log.info(f"inputs unchanged: {saved.name} reused, not retrained")
+            table = json.loads(saved.read_text()).get("variants", [])
+            chosen = load_ranker(saved)
+            chosen_scores = scores(chosen)
+        else:
+            engine.use_reranker(DeterministicReranker())
+            examples = collect(
+                engine, queries, progress=lambda i, n: context.log.info(f"asked {i}/{n}")
+            )
+            train = [e for e in examples if not e.query.held_back]
+            held = [e for e in examples if e.query.held_back]
+            table, best = [], None
+            for name, c, how, leave_out in VARIANTS:
+                base = fit(train, c, how, leave_out, version=f"{version}:{name}")
+                tried = [(name, base)]
+                tried += [(f"hand-set + {w} x {name}", blend(base, w)) for w in BLENDS]
+                for label, ranker in tried:
+                    dev = scores(ranker, ("dev",))["dev"]
+                    row: dict[str, Any] = {
+                        "variant": label,
+                        "held_back_mrr": round(mean_reciprocal_rank(ranker, held), 4),
+                        **{f"dev_{m}": round(v, 4) for m, v in dev.items()},
+                    }
+                    table.append(row)
+                    context.log.info(f"variant {label}: {row}")
+                    key = (dev.get("governing_mrr", 0.0), row["held_back_mrr"])
+                    if best is None or key > best[0]:
+                        best = (key, ranker, dev)
+            assert best is not None
+            chosen = best[1]
+            chosen_scores = {"dev": best[2], **scores(chosen, ("test",))}  # test: the report
+            save_ranker(chosen, saved, variants=table, trained_on=len(train),
+                        held_back=len(held), questions=len(queries))  # fmt: skip
+        verdict = promotion(chosen_scores["dev"], current["dev"])
+        promoted = ranker_dir / "promoted.json"
+        if verdict.promoted:
+            shutil.copyfile(saved, promoted)
+        else:
+            promoted.unlink(missing_ok=True)
+    context.log.info(f"learned ranker {chosen.version}: {verdict.reason}")
+    rows = [
+        {"variant": "hand-set (current)",
+         **{f"{h}_{m}": v for h, ms in current.items() for m, v in ms.items()}},
+        {"variant": f"chosen: {chosen.version}",
+         **{f"{h}_{m}": v for h, ms in chosen_scores.items() for m, v in ms.items()}},
+        *table,
+    ]  # fmt: skip
+    (ranker_dir / REPORT_FILE).write_text(json.dumps(
+        {"version": chosen.version, "promoted": verdict.promoted, "reason": verdict.reason,
+         "rows": rows}, indent=1))  # fmt: skip
+    yield dg.MaterializeResult(
+        metadata={
+            "version": chosen.version,
+            "retrained": retrained,
+            "promoted": verdict.promoted,
+            "reason": verdict.reason,
+            "weights": dg.MetadataValue.json(chosen.weights),
+            "variants": dg.MetadataValue.md(_variants_md(rows)),
+            "path": dg.MetadataValue.path(str(saved)),
+        }
+    )
+    yield dg.AssetCheckResult(
+        check_name="promotion",
+        passed=verdict.promoted,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "reason": verdict.reason,
+            "dev_current": dg.MetadataValue.json(current["dev"]),
+            "dev_learned": dg.MetadataValue.json(chosen_scores["dev"]),
+        },  # fmt: skip
+    )
+
+
+def _variants_md(rows: list[dict[str, Any]]) -> str:
+    columns = ["variant", "held_back_mrr", *(f"dev_{m}" for m in SHOWN),
+               *(f"test_{m}" for m in SHOWN)]  # fmt: skip
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(str(row.get(c, "—")) for c in columns) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,22 @@
+"""The public names of this stage (see ``__init__.py``)."""
+
+from .pairs import (
+    TrainingQuery as TrainingQuery,
+    counts as counts,
+    mine_training_queries as mine_training_queries,
+)
+from .train import (
+    ALL_BLENDS as ALL_BLENDS,
+    ALL_VARIANTS as ALL_VARIANTS,
+    BLENDS as BLENDS,
+    SEED as SEED,
+    VARIANTS as VARIANTS,
+    QueryCandidates as QueryCandidates,
+    Verdict as Verdict,
+    blend as blend,
+    collect as collect,
+    fit as fit,
+    mean_reciprocal_rank as mean_reciprocal_rank,
+    promotion as promotion,
+    version_of as version_of,
+)

@@ -1,0 +1,212 @@
+"""Learning the ranking from the corpus's own questions, and choosing it on the dev half.
+
+Pure domain code (no Dagster). Each mined question (:mod:`civicsetu_pipelines.rank.pairs`) is
+asked through the query engine, and every candidate the retrievers bring is recorded with its
+features (:func:`~civicsetu_pipelines.answer.candidate_features`) and whether it is one of the
+question's answers. A logistic model over those features (scikit-learn, standardized, L2) is
+fitted for each variant of :data:`VARIANTS`; the variant best on the held-back mined questions
+is scored on the golden dev half beside the hand-set ranking, and :func:`promotion` decides
+whether it is served. The test half is scored for the report, never for a choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from civicsetu_pipelines.answer import (
+    FEATURES,
+    Candidate,
+    DeterministicReranker,
+    LinearReranker,
+    QueryEngine,
+    QuestionError,
+    candidate_features,
+)
+from civicsetu_pipelines.rank.pairs import TrainingQuery
+
+SEED = 0
+# (name, inverse regularization C, how: "points" (each candidate answers or not) or "pairs"
+# (each answer against each of the question's HARD_NEGATIVES best-ranked non-answers), features
+# left out)
+_RANKS = tuple(f for f in FEATURES if f.startswith("rr_"))
+# Measured on dev (bench/bench_ranker.py, BENCHMARKS.md "Ranking learned from the corpus"):
+# pairs against hard negatives and a blend weight of 0.5 were worse in every variant, so they are
+# no longer tried (bench_ranker.py --all tries them again).
+VARIANTS: tuple[tuple[str, float, str, tuple[str, ...]], ...] = (
+    ("points-c1", 1.0, "points", ()),
+    ("points-c1-balanced", 1.0, "balanced", ()),
+    ("points-c1-without-ranks", 1.0, "points", _RANKS),
+)
+HARD_NEGATIVES = 10
+# A learned model used alone forgets what the hand-set ranking knows of the golden questions'
+# kind (intents, the named state, the Act first); a blend keeps the hand-set score and adds the
+# learned logit times each of these weights.
+BLENDS = (0.1, 0.25)
+ALL_VARIANTS = (*VARIANTS, ("pairs-c1", 1.0, "pairs", ()))
+ALL_BLENDS = (0.1, 0.25, 0.5)
+
+
+def blend(learned: LinearReranker, weight: float) -> LinearReranker:
+    """The hand-set score plus ``weight`` times ``learned``'s logit, on the hand-set scale."""
+    weights = {name: weight * w for name, w in learned.weights.items()}
+    weights["hand"] = weights.get("hand", 0.0) + 1.0
+    return LinearReranker(weights, weight * learned.intercept, f"{learned.version}+{weight}",
+                          output="score")  # fmt: skip
+
+
+@dataclass
+class QueryCandidates:
+    """One mined question's candidates: features (rows in :data:`FEATURES` order) and labels."""
+
+    query: TrainingQuery
+    features: np.ndarray
+    labels: np.ndarray
+
+
+class _Recorder:
+    """A reranker that records every candidate's features and reranks as ``inner`` does."""
+
+    name = "recorder"
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.last: list[tuple[list[float], str, str]] | None = None
+
+    def rerank(self, query: Any, candidates: list[Candidate]) -> list[Candidate]:
+        top = max((c.fused for c in candidates), default=0.0) or 1.0
+        self.last = []
+        for c in candidates:
+            f = candidate_features(query, c, top)
+            self.last.append(([f[name] for name in FEATURES], str(c.row["jurisdiction"]),
+                              str(c.row["section_label"])))  # fmt: skip
+        ranked: list[Candidate] = self.inner.rerank(query, candidates)
+        return ranked
+
+
+def collect(
+    engine: QueryEngine,
+    queries: Sequence[TrainingQuery],
+    progress: Callable[[int, int], None] | None = None,
+) -> list[QueryCandidates]:
+    """Each question asked once (top 10, as evaluation asks); its candidates recorded. A
+    question refused before retrieval, or whose answers no retriever brought, teaches nothing
+    and is left out."""
+    recorder = _Recorder(DeterministicReranker())
+    previous = engine.use_reranker(recorder)
+    out: list[QueryCandidates] = []
+    try:
+        for i, q in enumerate(queries):
+            recorder.last = None
+            try:
+                engine.answer(q.query, top_k=10)
+            except QuestionError:
+                continue
+            if progress is not None and (i + 1) % 100 == 0:
+                progress(i + 1, len(queries))
+            if not recorder.last:
+                continue
+            wanted = set(q.positives)
+            labels = np.array([1.0 if (j, s) in wanted else 0.0 for _, j, s in recorder.last])
+            if labels.sum() == 0:
+                continue
+            rows = np.array([f for f, _, _ in recorder.last], dtype=np.float64)
+            out.append(QueryCandidates(q, rows, labels))
+    finally:
+        engine.use_reranker(previous)
+    return out
+
+
+def fit(
+    examples: Sequence[QueryCandidates], c: float, how: str = "points",
+    leave_out: Sequence[str] = (), version: str = "",
+) -> LinearReranker:  # fmt: skip
+    """A logistic model over the candidates' features (``how``: "points", "balanced" points, or
+    "pairs": an answer's features minus a hard negative's, so the model learns which of two
+    units answers), returned as raw-feature weights (a feature's contribution is its weight
+    times its value)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    keep = [i for i, name in enumerate(FEATURES) if name not in leave_out]
+    if how == "pairs":
+        x, y = _pairs(examples)
+        x = x[:, keep]
+    else:
+        x = np.vstack([e.features for e in examples])[:, keep]
+        y = np.concatenate([e.labels for e in examples])
+    scaler = StandardScaler(with_mean=how != "pairs").fit(x)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    mean = scaler.mean_ if how != "pairs" else np.zeros(x.shape[1])
+    model = LogisticRegression(C=c, class_weight="balanced" if how == "balanced" else None,
+                               fit_intercept=how != "pairs", max_iter=2000,
+                               random_state=SEED)  # fmt: skip
+    model.fit((x - mean) / scale, y)
+    coef = model.coef_[0] / scale
+    intercept = float(model.intercept_[0] - np.sum(model.coef_[0] * mean / scale))
+    weights = {FEATURES[i]: round(float(w), 6) for i, w in zip(keep, coef, strict=True)}
+    return LinearReranker(weights, round(intercept, 6), version)
+
+
+def _pairs(examples: Sequence[QueryCandidates]) -> tuple[np.ndarray, np.ndarray]:
+    """Each answer against each of its question's HARD_NEGATIVES non-answers ranked best by the
+    hand-set score, as differences both ways (answer - other: 1, other - answer: 0)."""
+    hand = FEATURES.index("hand")
+    rows: list[np.ndarray] = []
+    for e in examples:
+        order = np.argsort(-e.features[:, hand], kind="stable")
+        negatives = [k for k in order if e.labels[k] == 0][:HARD_NEGATIVES]
+        for p in np.flatnonzero(e.labels > 0):
+            rows += [e.features[p] - e.features[k] for k in negatives]
+    if not rows:
+        raise ValueError("no pairs: no question had an answer and another candidate")
+    diff = np.vstack(rows)
+    return np.vstack([diff, -diff]), np.concatenate([np.ones(len(diff)), np.zeros(len(diff))])
+
+
+def mean_reciprocal_rank(ranker: LinearReranker, examples: Sequence[QueryCandidates]) -> float:
+    """MRR of the first answer among each question's candidates, ranked by ``ranker``'s logit
+    (exact matches first, as it serves them)."""
+    index = {name: i for i, name in enumerate(FEATURES)}
+    w = np.zeros(len(FEATURES))
+    for name, value in ranker.weights.items():
+        w[index[name]] = value
+    total = 0.0
+    for e in examples:
+        scores = e.features @ w + 10.0 * e.features[:, index["exact"]]
+        order = np.argsort(-scores, kind="stable")
+        first = next(rank for rank, k in enumerate(order, start=1) if e.labels[k] > 0)
+        total += 1.0 / first
+    return total / len(examples) if examples else 0.0
+
+
+def version_of(*parts: Any) -> str:
+    """A version from the training's inputs (hashes, hyperparameters, seed): 16 hex digits."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    promoted: bool
+    reason: str
+
+
+def promotion(learned: dict[str, Any], current: dict[str, Any]) -> Verdict:
+    """Served only when it beats the current ranking on dev governing MRR without lowering dev
+    refusal correctness (both from the dev half's headline)."""
+    mrr, base = learned.get("governing_mrr") or 0.0, current.get("governing_mrr") or 0.0
+    refusal = learned.get("refusal_correctness") or 0.0
+    base_refusal = current.get("refusal_correctness") or 0.0
+    if refusal < base_refusal:
+        return Verdict(False, f"dev refusal correctness {refusal:.3f} < {base_refusal:.3f} "
+                              "with the current ranking")  # fmt: skip
+    if mrr <= base:
+        return Verdict(False, f"dev governing MRR {mrr:.3f} does not beat the current "
+                              f"ranking's {base:.3f}")  # fmt: skip
+    return Verdict(True, f"dev governing MRR {mrr:.3f} > {base:.3f}, refusal correctness "
+                         f"{refusal:.3f} >= {base_refusal:.3f}")  # fmt: skip
