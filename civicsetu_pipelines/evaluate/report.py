@@ -566,11 +566,34 @@ def _ranking(ranking: Mapping[str, Any] | None) -> dict[str, Any] | None:
         columns += [c for c in row if c not in columns]
     rows = [[_fmt(r.get(c), 3) if isinstance(r.get(c), float) else str(r.get(c, "—"))
              for c in columns] for r in ranking["rows"]]  # fmt: skip
+    by_type = ranking.get("by_type") or {}
+    type_columns = sorted({c for cells in by_type.values() for c in cells})
     return {
         "promoted": bool(ranking.get("promoted")),
         "reason": str(ranking.get("reason", "")),
         "columns": [c.replace("_", " ") for c in columns],
         "rows": rows,
+        "type_columns": type_columns,
+        "by_type": [
+            (kind, [_fmt(cells.get(c), 3) for c in type_columns]) for kind, cells in by_type.items()
+        ],  # fmt: skip
+        "worst": [
+            (
+                name,
+                [
+                    {
+                        "id": q["id"],
+                        "query": q["query"],
+                        "type": q["type"],
+                        "status": q["status"],
+                        "rr": _fmt(q.get("governing_rr"), 3),
+                        "refusal": "yes" if q["refusal_correct"] else "no",
+                    }
+                    for q in qs
+                ],
+            )
+            for name, qs in (ranking.get("worst") or {}).items()
+        ],  # fmt: skip
     }
 
 

@@ -449,7 +449,12 @@ def test_the_learned_ranking_beside_the_hand_set_one(tmp_path: Path, report: Rep
                "rows": [{"variant": "hand-set (current)", "dev_governing_mrr": 0.772,
                          "test_governing_mrr": 0.75},
                         {"variant": "points-c1", "held_back_mrr": 0.79,
-                         "dev_governing_mrr": 0.7}]}  # fmt: skip
+                         "dev_governing_mrr": 0.7}],
+               "by_type": {"penalty_lookup": {"hand-set dev": 0.9, "hand-set test": 0.8,
+                                              "learned dev": 0.95, "learned test": 0.7}},
+               "worst": {"learned": [{"id": "q-17", "type": "temporal", "query": "When <now>?",
+                                      "status": "refused", "refusal_correct": False,
+                                      "governing_rr": None}]}}  # fmt: skip
     files = render_report(tmp_path, rows=rows, headline=make_headline(rows), history=[],
                           title="t", generated_at=GENERATED_AT, thresholds=THRESHOLDS,
                           ranking=ranking)  # fmt: skip
@@ -458,6 +463,9 @@ def test_the_learned_ranking_beside_the_hand_set_one(tmp_path: Path, report: Rep
     table = text[text.index('id="ranking"') :]
     assert "<th>dev governing mrr</th>" in table and "<td>points-c1</td>" in table
     assert ">0.772<" in table and "<td>—</td>" in table  # a variant without a test score
+    assert "<td>penalty_lookup</td>" in table and ">0.950<" in table and ">learned test<" in table
+    assert "worst test questions, learned ranking" in table
+    assert "q-17: When &lt;now&gt;?" in table  # escaped
     # without a learned ranker the section and its link are not there
     assert 'id="ranking"' not in report.html.read_text(encoding="utf-8")
     assert 'href="#ranking"' not in report.html.read_text(encoding="utf-8")

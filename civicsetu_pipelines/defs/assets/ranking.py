@@ -18,7 +18,7 @@ from civicsetu_pipelines.answer import (
 from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.resources import AnswerResource, EmbeddingResource, PostgresResource
-from civicsetu_pipelines.evaluate import evaluate, load_golden
+from civicsetu_pipelines.evaluate import by_kind_and_split, by_split, evaluate, load_golden
 from civicsetu_pipelines.ingest import load_registry
 from civicsetu_pipelines.rank import (
     BLENDS,
@@ -139,13 +139,20 @@ def learned_ranker(
                            if m in SHOWN and v is not None}
                     for half in which}  # fmt: skip
 
-        current = scores(DeterministicReranker())
+        def everything(ranker: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+            """Both halves scored in one pass, and the per-question rows."""
+            engine.use_reranker(ranker)
+            rows = evaluate(engine, conn, golden, with_ragas=False).rows
+            split = by_split(rows)
+            return {h: {m: v for m, v in split.get(h, {}).items() if m in SHOWN and v is not None}
+                    for h in ("dev", "test")}, rows  # fmt: skip
+
+        current, current_rows = everything(DeterministicReranker())
         retrained = not saved.exists()
         if not retrained:
             context.log.info(f"inputs unchanged: {saved.name} reused, not retrained")
             table = json.loads(saved.read_text()).get("variants", [])
             chosen = load_ranker(saved)
-            chosen_scores = scores(chosen)
         else:
             engine.use_reranker(DeterministicReranker())
             examples = collect(
@@ -169,12 +176,12 @@ def learned_ranker(
                     context.log.info(f"variant {label}: {row}")
                     key = (dev.get("governing_mrr", 0.0), row["held_back_mrr"])
                     if best is None or key > best[0]:
-                        best = (key, ranker, dev)
+                        best = (key, ranker)
             assert best is not None
             chosen = best[1]
-            chosen_scores = {"dev": best[2], **scores(chosen, ("test",))}  # test: the report
             save_ranker(chosen, saved, variants=table, trained_on=len(train),
                         held_back=len(held), questions=len(queries))  # fmt: skip
+        chosen_scores, chosen_rows = everything(chosen)  # dev again, and test for the report
         verdict = promotion(chosen_scores["dev"], current["dev"])
         promoted = ranker_dir / "promoted.json"
         if verdict.promoted:
@@ -189,9 +196,10 @@ def learned_ranker(
          **{f"{h}_{m}": v for h, ms in chosen_scores.items() for m, v in ms.items()}},
         *table,
     ]  # fmt: skip
+    compared = side_by_side({"hand-set": current_rows, "learned": chosen_rows})
     (ranker_dir / REPORT_FILE).write_text(json.dumps(
         {"version": chosen.version, "promoted": verdict.promoted, "reason": verdict.reason,
-         "rows": rows}, indent=1))  # fmt: skip
+         "rows": rows, **compared}, indent=1, default=str))  # fmt: skip
     yield dg.MaterializeResult(
         metadata={
             "version": chosen.version,
@@ -213,6 +221,34 @@ def learned_ranker(
             "dev_learned": dg.MetadataValue.json(chosen_scores["dev"]),
         },  # fmt: skip
     )
+
+
+WORST = 5
+
+
+def side_by_side(rows_by_ranker: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Per query type, each ranker's governing MRR on dev and on test; and each ranker's WORST
+    test questions (refused wrongly first, then the lowest governing reciprocal rank)."""
+    by_type: dict[str, dict[str, Any]] = {}
+    worst: dict[str, list[dict[str, Any]]] = {}
+    for name, rows in rows_by_ranker.items():
+        for kind, groups in by_kind_and_split(rows).items():
+            cell = by_type.setdefault(kind, {})
+            for half in ("dev", "test"):
+                cell[f"{name} {half}"] = groups.get(half, {}).get("governing_mrr")
+        test = [r for r in rows if r.get("split") == "test"]
+        ordered = sorted(
+            test,
+            key=lambda r: (bool(r["refusal_correct"]), r.get("governing_rr") or 0.0,
+                           r["question_id"]),
+        )  # fmt: skip
+        worst[name] = [
+            {"id": r["question_id"], "type": r["query_type"], "query": r["query"],
+             "status": r["status"], "refusal_correct": r["refusal_correct"],
+             "governing_rr": r.get("governing_rr")}
+            for r in ordered[:WORST]
+        ]  # fmt: skip
+    return {"by_type": by_type, "worst": worst}
 
 
 def _variants_md(rows: list[dict[str, Any]]) -> str:
