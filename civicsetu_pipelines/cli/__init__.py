@@ -12,7 +12,16 @@ import sys
 
 import typer
 
-from civicsetu_pipelines.cli import answers, corpus, db, documents, graph, runs, services
+from civicsetu_pipelines.cli import (
+    answers,
+    corpus,
+    db,
+    documents,
+    graph,
+    provisions,
+    runs,
+    services,
+)
 from civicsetu_pipelines.cli.common import console
 
 app = typer.Typer(
@@ -29,6 +38,8 @@ app.command("eval")(answers.eval_command)
 app.command()(corpus.stats)
 app.command()(corpus.inspect)
 app.command()(corpus.sections)
+app.command("compare")(provisions.compare)
+app.command("divergences")(provisions.divergences_command)
 app.command()(services.dev)
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 import dagster as dg
 
 from civicsetu_pipelines.base import Settings, neo4j_configured
-from civicsetu_pipelines.defs.assets import answers, evaluation, graph, ingest, ranking, store
+from civicsetu_pipelines.defs.assets import (
+    answers,
+    evaluation,
+    graph,
+    ingest,
+    provisions,
+    ranking,
+    store,
+)
 from civicsetu_pipelines.defs.executors import civicsetu_executor
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
 from civicsetu_pipelines.defs.jobs import (
@@ -20,6 +28,9 @@ from civicsetu_pipelines.defs.schedules import build_reingest_schedules
 from civicsetu_pipelines.defs.sensors import build_gazette_sensor, build_orphaned_runs_sensor
 from civicsetu_pipelines.operate import registry_files_for
 
+# The asset modules, in the order data flows through them.
+ASSET_MODULES = [ingest, store, graph, provisions, answers, ranking, evaluation]
+
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     settings = settings or Settings.from_env()
@@ -29,9 +40,11 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     )
     ingest_job = build_ingest_job(neo4j_enabled=neo4j_configured())
     return dg.Definitions(
-        assets=dg.load_assets_from_modules([ingest, store, graph, answers, ranking, evaluation]),
+        assets=dg.load_assets_from_modules(
+            [ingest, store, graph, provisions, answers, ranking, evaluation]
+        ),
         asset_checks=dg.load_asset_checks_from_modules(
-            [ingest, store, graph, answers, ranking, evaluation]
+            [ingest, store, graph, provisions, answers, ranking, evaluation]
         ),
         jobs=[ingest_job, build_answers_job(), build_evaluation_job()],
         schedules=build_reingest_schedules(ingest_job),

@@ -8,7 +8,8 @@ import dagster as dg
 WORKLOAD_TAG = "civicsetu/workload"
 
 # Assets over every jurisdiction at once: materialized by their own job after the partitions.
-UNPARTITIONED = ("answers", "training_pairs", "learned_ranker", "golden_eval_all", "eval_report")
+UNPARTITIONED = ("answers", "prescribed_matters", "state_divergences", "training_pairs",
+                 "learned_ranker", "golden_eval_all", "eval_report")  # fmt: skip
 
 
 def build_answers_job() -> dg.UnresolvedAssetJobDefinition:
@@ -26,7 +27,12 @@ def build_evaluation_job() -> dg.UnresolvedAssetJobDefinition:
     return dg.define_asset_job(
         "evaluation_job",
         selection=dg.AssetSelection.assets(
-            "training_pairs", "learned_ranker", "golden_eval_all", "eval_report"
+            "prescribed_matters",
+            "state_divergences",
+            "training_pairs",
+            "learned_ranker",
+            "golden_eval_all",
+            "eval_report",
         ),
         description="Mine training questions from the corpus, learn a ranker (served when it "
         "wins on dev), score all golden questions against the stores and render the report",

@@ -7,6 +7,7 @@ from .edges import (
     graph_stats as graph_stats,
     neighbours as neighbours,
     replace_edges as replace_edges,
+    stored_act_chunks as stored_act_chunks,
 )
 from .matters import (
     Matter as Matter,

@@ -596,6 +596,21 @@ def citations_of(conn: psycopg.Connection[Any], document_key: str) -> list[dict[
         return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
+# The Act's chunk fields its titles, index and prescribed matters are read from.
+ACT_FIELDS = ("document_key", "chunk_id", "label", "section_label", "unit", "legal_path", "text",
+              "title", "chapter", "page_start", "ordinal")  # fmt: skip
+_ACT_ROWS = (
+    "SELECT document_key, chunk_id::text, label, section_label, unit, legal_path, text, title, "
+    "chapter, page_start, ordinal FROM legal_chunks WHERE document_key = %s AND status = 'current'"
+)
+
+
+def stored_act_chunks(conn: psycopg.Connection[Any], act_key: str) -> list[dict[str, Any]]:
+    """The Act's current chunks as served (the fields of :data:`ACT_FIELDS`)."""
+    return [dict(zip(ACT_FIELDS, row, strict=True))
+            for row in conn.execute(_ACT_ROWS, (act_key,)).fetchall()]  # fmt: skip
+
+
 def graph_stats(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]]:
     """Edges by jurisdiction and type; per jurisdiction, internal references, unresolved count
     and rate, and rules derived; per document, the same with its missing targets."""

@@ -22,6 +22,7 @@ from civicsetu_pipelines.graph import (
     read_snapshot,
     render_network,
     replace_edges,
+    stored_act_chunks,
     sync_to_neo4j,
 )
 from civicsetu_pipelines.ingest import load_curated_derivations, load_registry
@@ -33,13 +34,6 @@ DERIVATION_TARGET = 0.9
 # The chunk fields build_edges reads, in the order graph_edges selects them from legal_chunks.
 SERVED_NAMES = ("document_key", "chunk_id", "label", "section_label", "text", "unit",
                 "parent_id", "ordinal", "title", "chapter", "jurisdiction")  # fmt: skip
-# The Act's chunk fields its titles, index and prescribed matters are read from.
-ACT_NAMES = ("document_key", "chunk_id", "label", "section_label", "unit", "legal_path", "text",
-             "title", "chapter", "page_start", "ordinal")  # fmt: skip
-_ACT_ROWS = (
-    "SELECT document_key, chunk_id::text, label, section_label, unit, legal_path, text, title, "
-    "chapter, page_start, ordinal FROM legal_chunks WHERE document_key = %s AND status = 'current'"
-)
 
 
 def _text(value: Any) -> str | None:
@@ -112,10 +106,9 @@ def graph_edges(
                 (str(chunk["label"]), str(chunk["chunk_id"]))
             )
         indexes = {key: UnitIndex.from_chunks(pairs) for key, pairs in by_document.items()}
-        act = [c for c in chunks if c["document_key"] == act_key] or [
-            dict(zip(ACT_NAMES, row, strict=True))
-            for row in conn.execute(_ACT_ROWS, (act_key,)).fetchall()
-        ]
+        act = [c for c in chunks if c["document_key"] == act_key] or stored_act_chunks(
+            conn, act_key
+        )
         if act_key not in indexes:
             pairs = [(str(c["label"]), str(c["chunk_id"])) for c in act]
             indexes[act_key] = UnitIndex.from_chunks(pairs)
