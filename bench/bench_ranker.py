@@ -28,6 +28,7 @@ from civicsetu_pipelines.rank import (
     ALL_BLENDS,
     ALL_VARIANTS,
     BLENDS,
+    REPORTED_METRICS,
     VARIANTS,
     blend,
     collect,
@@ -38,8 +39,7 @@ from civicsetu_pipelines.rank import (
 )
 from civicsetu_pipelines.store import connect, resolve_database_url
 
-METRICS = ("governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3", "plain_answered",
-           "refusal_correctness", "citation_validity")  # fmt: skip
+METRICS = REPORTED_METRICS
 
 
 def main() -> None:

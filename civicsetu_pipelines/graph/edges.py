@@ -370,24 +370,35 @@ def _from_title(
     target = index.finest(found[0]) if found and index else None
     if found is None or target is None:
         return []
-    return [
-        Edge(
-            "DERIVED_FROM",
-            key,
-            str(head["chunk_id"]),
-            str(head["section_label"]),
-            act_key,
-            target[1],
-            target[0],
-            str(head["chunk_id"]),
-            None,
-            None,
-            title,
-            confidence=TITLE_CONFIDENCE,
-            basis="text",
-            note=f"the rule's title restates the title of {target[0]} (score {found[1]})",
-        )  # fmt: skip
-    ]
+    note = f"the rule's title restates the title of {target[0]} (score {found[1]})"
+    return [_title_edge(head, key, act_key, target, TITLE_CONFIDENCE, note)]
+
+
+def _title_edge(
+    head: Mapping[str, Any],
+    key: str,
+    act_key: str,
+    target: tuple[str, str],
+    confidence: float,
+    note: str,
+) -> Edge:
+    """A DERIVED_FROM edge read from the rule's printed title (the title is its evidence)."""
+    return Edge(
+        "DERIVED_FROM",
+        key,
+        str(head["chunk_id"]),
+        str(head["section_label"]),
+        act_key,
+        target[1],
+        target[0],
+        str(head["chunk_id"]),
+        None,
+        None,
+        str(head.get("title") or ""),
+        confidence=confidence,
+        basis="text",
+        note=note,
+    )
 
 
 def _from_matter(
@@ -410,25 +421,9 @@ def _from_matter(
             target = index.finest(label)
             if target is None or any(e.target_id == target[1] for e in edges):
                 continue
-            edges.append(
-                Edge(
-                    "DERIVED_FROM",
-                    key,
-                    str(head["chunk_id"]),
-                    str(head["section_label"]),
-                    act_key,
-                    target[1],
-                    target[0],
-                    str(head["chunk_id"]),
-                    None,
-                    None,
-                    title,
-                    confidence=MATTER_CONFIDENCE,
-                    basis="text",
-                    note=f"the rule's title restates the Act's {matter.instrument}-making head "
-                    f'{matter.key}, "{matter.text}" (score {found[1]})',
-                )  # fmt: skip
-            )
+            note = (f"the rule's title restates the Act's {matter.instrument}-making head "
+                    f'{matter.key}, "{matter.text}" (score {found[1]})')  # fmt: skip
+            edges.append(_title_edge(head, key, act_key, target, MATTER_CONFIDENCE, note))
     return edges
 
 

@@ -9,6 +9,7 @@ from .train import (
     ALL_BLENDS as ALL_BLENDS,
     ALL_VARIANTS as ALL_VARIANTS,
     BLENDS as BLENDS,
+    REPORTED_METRICS as REPORTED_METRICS,
     SEED as SEED,
     VARIANTS as VARIANTS,
     QueryCandidates as QueryCandidates,

@@ -31,6 +31,9 @@ from civicsetu_pipelines.answer import (
 from civicsetu_pipelines.rank.pairs import TrainingQuery
 
 SEED = 0
+# The golden-set metrics a ranker is shown and compared by (dev and test).
+REPORTED_METRICS = ("governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
+                    "plain_answered", "refusal_correctness", "citation_validity")  # fmt: skip
 # (name, inverse regularization C, how: "points" (each candidate answers or not) or "pairs"
 # (each answer against each of the question's HARD_NEGATIVES best-ranked non-answers), features
 # left out)

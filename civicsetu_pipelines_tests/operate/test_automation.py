@@ -439,20 +439,12 @@ def test_schedule_cron_comes_from_the_setting(monkeypatch: pytest.MonkeyPatch) -
 def test_schedules_and_sensor_resolve_against_the_real_ingest_job(
     watch: Watch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from civicsetu_pipelines.defs.assets import (
-        answers,
-        evaluation,
-        graph,
-        ingest,
-        provisions,
-        ranking,
-        store,
-    )
+    from civicsetu_pipelines.defs import ASSET_MODULES
     from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
     from civicsetu_pipelines.defs.resources import default_resources
 
     monkeypatch.delenv(ENV_REINGEST_CRON, raising=False)
-    modules = [ingest, store, graph, provisions, answers, ranking, evaluation]
+    modules = ASSET_MODULES
     job = build_ingest_job(neo4j_enabled=False)
     resources = default_resources()
     resources["parquet_io"] = PartitionedParquetIOManager(base_dir=str(tmp_path / "assets"))

@@ -8,7 +8,7 @@ import dagster as dg
 import pandas as pd
 
 from civicsetu_pipelines.base import neo4j_configured
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
 from civicsetu_pipelines.graph import (
@@ -81,9 +81,7 @@ def graph_edges(
     (data/derivations.yaml, each entry with a note)."""
     jurisdiction = context.partition_key
     registry = load_registry()
-    act_key = next(
-        (s.key for s in registry.documents() if str(s.doc_type) == "act"), "rera_act_2016"
-    )
+    act_key = act_document_key()
     chunks = section_chunks.to_dict("records")
     with postgres.connect() as conn:
         # The graph is the graph of what is served: a document this run did not load (its

@@ -6,7 +6,7 @@ from typing import Any
 
 import dagster as dg
 
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import PostgresResource
 from civicsetu_pipelines.graph import prescribed_matters, stored_act_chunks
@@ -21,11 +21,6 @@ from civicsetu_pipelines.provisions import (
 )
 
 
-def _act_key() -> str:
-    return next((s.key for s in load_registry().documents() if str(s.doc_type) == "act"),
-                "rera_act_2016")  # fmt: skip
-
-
 @dg.asset(
     name="prescribed_matters",
     group_name="provisions",
@@ -38,7 +33,7 @@ def prescribed_matters_asset(postgres: PostgresResource) -> dg.MaterializeResult
     """The matters the Act leaves to rules and regulations, read from its own rule- and
     regulation-making heads (sections 84(2) and 85(2)), with the sections each names."""
     with postgres.connect() as conn:
-        matters = prescribed_matters(stored_act_chunks(conn, _act_key()))
+        matters = prescribed_matters(stored_act_chunks(conn, act_document_key()))
     table = ["| head | instrument | matter | sections |", "|---|---|---|---|"]
     table += [f"| {m.key} | {m.instrument} | {m.name} | {', '.join(m.sections)} |"
               for m in matters]  # fmt: skip
@@ -66,7 +61,7 @@ def state_provisions(
     drafts = frozenset(s.key for s in documents if "draft" in str(s.status).lower())
     has_rules = any(str(s.doc_type) == "rules" for s in documents)
     with postgres.connect() as conn:
-        matters = prescribed_matters(stored_act_chunks(conn, _act_key()))
+        matters = prescribed_matters(stored_act_chunks(conn, act_document_key()))
         provisions = (
             read_provisions(conn, jurisdiction, load_matter_specs(), matters, drafts)
             if has_rules else []
@@ -100,7 +95,7 @@ def state_divergences(postgres: PostgresResource) -> Iterator[dg.MaterializeResu
     draft rule), each with the quotes it rests on; replaced in Postgres (state_divergences)."""
     with postgres.connect() as conn:
         provisions = stored_provisions(conn)
-        matters = prescribed_matters(stored_act_chunks(conn, _act_key()))
+        matters = prescribed_matters(stored_act_chunks(conn, act_document_key()))
         specs = load_matter_specs()
         flags = divergences(provisions, specs, matters)
         replace_divergences(conn, flags)

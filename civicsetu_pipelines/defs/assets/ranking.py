@@ -16,12 +16,12 @@ from civicsetu_pipelines.answer import (
     save_ranker,
 )
 from civicsetu_pipelines.base import Settings
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.resources import AnswerResource, EmbeddingResource, PostgresResource
 from civicsetu_pipelines.evaluate import by_kind_and_split, by_split, evaluate, load_golden
-from civicsetu_pipelines.ingest import load_registry
 from civicsetu_pipelines.rank import (
     BLENDS,
+    REPORTED_METRICS,
     SEED,
     VARIANTS,
     TrainingQuery,
@@ -37,13 +37,7 @@ from civicsetu_pipelines.rank import (
 
 PAIRS_FILE = "training_pairs.jsonl"
 REPORT_FILE = "report.json"  # the last verdict and variants, for the analyst report
-SHOWN = ("governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3", "plain_answered",
-         "refusal_correctness", "citation_validity")  # fmt: skip
-
-
-def _act_key() -> str:
-    return next((s.key for s in load_registry().documents() if str(s.doc_type) == "act"),
-                "rera_act_2016")  # fmt: skip
+SHOWN = REPORTED_METRICS
 
 
 @dg.asset(
@@ -61,7 +55,7 @@ def training_pairs(context: dg.AssetExecutionContext, postgres: PostgresResource
     its provenance and a held-back slice of its own; written to
     ``<state>/storage/ranker/training_pairs.jsonl``."""
     with postgres.connect() as conn:
-        queries = mine_training_queries(conn, _act_key())
+        queries = mine_training_queries(conn, act_document_key())
     lines = "".join(json.dumps(q.as_row(), sort_keys=True) + "\n" for q in queries)
     target = Settings.from_env().ranker_dir / PAIRS_FILE
     target.parent.mkdir(parents=True, exist_ok=True)
