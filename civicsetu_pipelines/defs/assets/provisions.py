@@ -23,7 +23,7 @@ from civicsetu_pipelines.provisions import (
 
 @dg.asset(
     name="prescribed_matters",
-    group_name="provisions",
+    group_name="out",
     automation_condition=EAGER,
     kinds={"postgres"},
     owners=OWNERS,
@@ -44,7 +44,7 @@ def prescribed_matters_asset(postgres: PostgresResource) -> dg.MaterializeResult
 
 @dg.asset(
     partitions_def=jurisdiction_partitions,
-    group_name="provisions",
+    group_name="out",
     automation_condition=EAGER,
     kinds={"postgres"},
     owners=OWNERS,
@@ -83,7 +83,7 @@ def state_provisions(
 
 
 @dg.asset(
-    group_name="provisions",
+    group_name="out",
     automation_condition=EAGER,
     kinds={"postgres"},
     owners=OWNERS,

@@ -41,7 +41,7 @@ SHOWN = REPORTED_METRICS
 
 
 @dg.asset(
-    group_name="ranking",
+    group_name="evaluation",
     automation_condition=EAGER,
     kinds={"python", "postgres"},
     owners=OWNERS,
@@ -85,7 +85,7 @@ def _store_fingerprint(conn: Any) -> str:
 
 
 @dg.asset(
-    group_name="ranking",
+    group_name="evaluation",
     automation_condition=EAGER,
     kinds={"python", "scikitlearn"},
     owners=OWNERS,
