@@ -97,6 +97,7 @@ SECTIONS = (
     ("headline", "Headline metrics"),
     ("splits", "Dev and test halves"),
     ("ranking", "Hand-set and learned ranking"),
+    ("states", "Where the states depart"),
     ("hit5", "Hit@5 by jurisdiction and query type"),
     ("refusals", "Refusal correctness"),
     ("means", "Metric means by jurisdiction"),
@@ -524,6 +525,7 @@ def _page(
     previous: Mapping[str, Any] | None,
     images: Mapping[str, bytes],
     ranking: Mapping[str, Any] | None = None,
+    states: Mapping[str, Any] | None = None,
 ) -> str:
     means_head, means_rows = _means(questions)
     template = _templates().get_template(PAGE_TEMPLATE)
@@ -531,7 +533,11 @@ def _page(
         title=title,
         script_sha256=_script_sha256(),
         generated=generated_at.strftime("%Y-%m-%d %H:%M:%S %Z").strip(),
-        sections=[(key, name) for key, name in SECTIONS if key != "ranking" or ranking],
+        sections=[
+            (key, name)
+            for key, name in SECTIONS
+            if (key != "ranking" or ranking) and (key != "states" or states)
+        ],  # fmt: skip
         heading=dict(SECTIONS),
         counts={
             "questions": len(questions),
@@ -554,7 +560,35 @@ def _page(
         questions=_question_rows(questions),
         csv_name=CSV_NAME,
         ranking=ranking,
+        states=states,
     )
+
+
+def _states(states: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The state × matter matrix for the page, each found value linked to its quote."""
+    if not states or not states.get("provisions"):
+        return None
+    rows = list(states["provisions"])
+    jurisdictions = sorted({r["jurisdiction"] for r in rows})
+    matters = list(dict.fromkeys(r["matter"] for r in rows))
+    flagged = {(f.get("jurisdiction"), f.get("matter")) for f in states.get("flag_keys") or []}
+    cells: dict[tuple[str, str], dict[str, Any]] = {}
+    quotes = []
+    for index, r in enumerate(rows):
+        if r.get("value"):
+            anchor = f"quote-{index}"
+            cells[(r["matter"], r["jurisdiction"])] = {
+                "value": r["value"], "anchor": anchor,
+                "flagged": (r["jurisdiction"], r["matter"]) in flagged}  # fmt: skip
+            quotes.append({**r, "anchor": anchor})
+    return {
+        "jurisdictions": jurisdictions,
+        "rows": [
+            (m, [cells.get((m, j), {"anchor": None}) for j in jurisdictions]) for m in matters
+        ],
+        "quotes": quotes,
+        "flags": list(states.get("flags") or []),
+    }
 
 
 def _ranking(ranking: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -742,6 +776,7 @@ def render_report(
     thresholds: Mapping[str, float] | None = None,
     run_id: str | None = None,
     ranking: Mapping[str, Any] | None = None,
+    states: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
     """Write ``report.html``, ``per_question.csv`` and ``summary.png`` into ``out_dir``.
 
@@ -753,7 +788,10 @@ def render_report(
     last entry whose headline metrics equal ``headline``; otherwise it is appended to the trend
     as "this run". With no history the trend says "first run". ``ranking``: the learned
     ranker's verdict and variants (``promoted``, ``reason``, ``rows`` of mappings), shown beside
-    the hand-set ranking when given. ``thresholds``: minimum values
+    the hand-set ranking when given. ``states``: what each jurisdiction's rules fix per matter
+    (``provisions``: mappings of jurisdiction, matter name, value, quote, label, page;
+    ``flags``: messages), as a matrix linking each value to its quote. ``thresholds``: minimum
+    values
     (e.g. ``{"hit_at_5": 0.9}``) shown as pass/fail and as lines on the plots.
     """
     out_dir = Path(out_dir)
@@ -788,6 +826,7 @@ def render_report(
         previous=previous,
         images=images,
         ranking=_ranking(ranking),
+        states=_states(states),
     )
     summary = plots.summary_png(questions, headline, thresholds, title)
     paths = ReportFiles(

@@ -304,7 +304,7 @@ def test_every_section_is_there(report: ReportFiles) -> None:
     headings = _structure(text).headings
     assert headings[0] == "CivicSetu golden-set evaluation"
     for key, title in SECTIONS:
-        if key == "ranking":  # only with a learned ranker (the test below)
+        if key in {"ranking", "states"}:  # only with their data (the tests below)
             continue
         assert title in headings, title
         assert f'<section id="{key}">' in text
@@ -469,6 +469,36 @@ def test_the_learned_ranking_beside_the_hand_set_one(tmp_path: Path, report: Rep
     # without a learned ranker the section and its link are not there
     assert 'id="ranking"' not in report.html.read_text(encoding="utf-8")
     assert 'href="#ranking"' not in report.html.read_text(encoding="utf-8")
+
+
+def test_the_states_side_by_side_each_value_linked_to_its_quote(
+    tmp_path: Path, report: ReportFiles
+) -> None:
+    rows = make_rows()
+    states = {
+        "provisions": [
+            {"jurisdiction": "GUJARAT", "matter": "Rate of interest", "label": "Rule 16",
+             "value": "contractual rate, as mutually agreed", "page": 7,
+             "quote": "the rate of interest shall be the contractual rate of interest"},
+            {"jurisdiction": "CHANDIGARH", "matter": "Rate of interest", "label": "Rule 15",
+             "value": "SBI MCLR + 2%", "page": 49, "quote": "Lending Rate plus two per cent"},
+            {"jurisdiction": "KARNATAKA", "matter": "Rate of interest", "label": None,
+             "value": None, "page": None, "quote": None},
+        ],
+        "flags": ["GUJARAT Rule 16 leaves the rate to the contract <a pointer>"],
+        "flag_keys": [{"jurisdiction": "GUJARAT", "matter": "Rate of interest"}],
+    }  # fmt: skip
+    files = render_report(tmp_path, rows=rows, headline=make_headline(rows), history=[],
+                          title="t", generated_at=GENERATED_AT, thresholds=THRESHOLDS,
+                          states=states)  # fmt: skip
+    text = files.html.read_text(encoding="utf-8")
+    section = text[text.index('id="states"') :]
+    assert "<th>CHANDIGARH</th><th>GUJARAT</th><th>KARNATAKA</th>" in section
+    link = re.search(r'<a href="#(quote-\d+)">SBI MCLR \+ 2%</a>', section)
+    assert link and f'id="{link.group(1)}"' in section  # the value links to its quote
+    assert "Lending Rate plus two per cent" in section and "not found" in section
+    assert "contract &lt;a pointer&gt;" in section  # escaped
+    assert 'id="states"' not in report.html.read_text(encoding="utf-8")
 
 
 def test_no_questions_and_no_thresholds(tmp_path: Path) -> None:

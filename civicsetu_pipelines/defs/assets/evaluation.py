@@ -182,7 +182,7 @@ def golden_eval_all(
     group_name="evaluation",
     kinds={"html"},
     owners=OWNERS,
-    deps=["golden_eval_all"],
+    deps=["golden_eval_all", "state_divergences"],
     automation_condition=EAGER,
 )
 def eval_report(
@@ -199,6 +199,7 @@ def eval_report(
             raise dg.Failure("No evaluation run yet: materialize golden_eval_all first")
         latest = past[-1]
         rows = _question_rows(conn, latest["run_id"])
+        states = _states(conn)
     ranking_file = Settings.from_env().ranker_dir / "report.json"
     files = render_report(
         corpus.reports / "eval",
@@ -209,6 +210,7 @@ def eval_report(
         generated_at=dt.datetime.now(dt.UTC).replace(microsecond=0),
         thresholds=THRESHOLDS,
         ranking=json.loads(ranking_file.read_text()) if ranking_file.exists() else None,
+        states=states,
     )
     return dg.MaterializeResult(
         metadata={
@@ -220,6 +222,25 @@ def eval_report(
             "plot": dg.MetadataValue.md(files.summary_markdown_image),
         }
     )
+
+
+def _states(conn: Any) -> dict[str, Any]:
+    """What each jurisdiction fixed per matter, and the divergence flags, for the report."""
+    from civicsetu_pipelines.provisions import (
+        load_matter_specs,
+        stored_divergences,
+        stored_provisions,
+    )
+
+    names = {s.key: s.name for s in load_matter_specs()}
+    provisions = [{"jurisdiction": p.jurisdiction, "matter": names.get(p.matter, p.matter),
+                   "value": p.value, "quote": p.quote, "label": p.label, "page": p.page}
+                  for p in stored_provisions(conn)]  # fmt: skip
+    flags = stored_divergences(conn)
+    return {"provisions": provisions,
+            "flags": [f["message"] for f in flags if f["kind"] != "unfilled"],
+            "flag_keys": [{"jurisdiction": f["jurisdiction"], "matter": names.get(f["matter"])}
+                          for f in flags if f["kind"] != "unfilled"]}  # fmt: skip
 
 
 def _question_rows(conn: Any, run_id: str) -> list[dict[str, Any]]:
