@@ -199,3 +199,15 @@ def test_a_real_gazette_of_a_state_the_code_never_named_goes_end_to_end(
     served = " ".join(c["quote"] for c in answer["citations"])
     for gibberish in ("vxLr", "fnukad", "ekeyks"):  # legacy-font Hindi read as Latin
         assert gibberish not in served
+    # the new state is in the states' table too: each matter read from its regulations, a value
+    # with its verbatim quote or "not found", never a guess
+    compared = _run(["compare", "-m", "list"], env)
+    matters = [line.split(":")[0] for line in compared.stdout.splitlines() if ":" in line]
+    assert "interest_rate" in matters
+    for matter in matters:
+        row = _run(["compare", "-m", matter, "-j", "BIHAR", "--json"], env)
+        assert row.returncode == 0, row.stderr
+        (provision,) = json.loads(row.stdout)
+        assert provision["jurisdiction"] == "BIHAR" and provision["matter"] == matter
+        assert provision["status"] in {"found", "not_found"}
+        assert (provision["quote"] is not None) == (provision["status"] == "found")

@@ -53,13 +53,14 @@ def prescribed_matters_asset(postgres: PostgresResource) -> dg.MaterializeResult
 def state_provisions(
     context: dg.AssetExecutionContext, postgres: PostgresResource
 ) -> dg.MaterializeResult:
-    """For each matter of data/matters.yaml, the rule of this jurisdiction that fills it and
+    """For each matter of data/matters.yaml, the rule (or regulation) of this jurisdiction that
+    fills it and
     the value it fixes (read deterministically, with the verbatim sentence, page and chunk), or
     "not found"; replaced in Postgres (state_provisions) in one transaction."""
     jurisdiction = context.partition_key
     documents = load_registry().documents(jurisdiction)
     drafts = frozenset(s.key for s in documents if "draft" in str(s.status).lower())
-    has_rules = any(str(s.doc_type) == "rules" for s in documents)
+    has_rules = any(str(s.doc_type) in {"rules", "regulations"} for s in documents)
     with postgres.connect() as conn:
         matters = prescribed_matters(stored_act_chunks(conn, act_document_key()))
         provisions = (
@@ -68,7 +69,8 @@ def state_provisions(
         )  # fmt: skip
         replace_provisions(conn, jurisdiction, provisions)
     if not has_rules:
-        context.log.info(f"{jurisdiction}: no rules in the registry, so no provisions to read")
+        context.log.info(f"{jurisdiction}: no rules or regulations in the registry, so no "
+                         "provisions to read")  # fmt: skip
     found = [p for p in provisions if p.status == "found"]
     table = ["| matter | value | rule | page | quote |", "|---|---|---|---|---|"]
     table += [f"| {p.matter} | {p.value or 'not found'} | {p.label or ''} | {p.page or ''} | "
