@@ -13,6 +13,7 @@ from .matters import (
     Matter as Matter,
     MatterIndex as MatterIndex,
     prescribed_matters as prescribed_matters,
+    top_section as top_section,
 )
 from .neo4j_mirror import (
     export_csv as export_csv,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,7 +24,7 @@ from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field
 
 from civicsetu_pipelines.base import DATA_DIR, read_data_entries
-from civicsetu_pipelines.graph import Matter
+from civicsetu_pipelines.graph import Matter, top_section
 from civicsetu_pipelines.provisions.values import READERS, Value, sentence_at
 
 MATTERS_YAML = DATA_DIR / "matters.yaml"
@@ -73,17 +73,13 @@ class Provision:
     draft: bool = False
 
 
-def _top(label: str) -> str:
-    return label.split("(")[0].strip()
-
-
 def matter_sections(spec: MatterSpec, matters: Sequence[Matter]) -> set[str]:
     """The Act sections (top level) a named matter belongs to: its heads' and its own."""
     by_key = {m.key: m for m in matters}
-    out = {_top(s) for s in spec.sections}
+    out = {top_section(s) for s in spec.sections}
     for head in spec.heads:
         if head in by_key:
-            out |= {_top(s) for s in by_key[head].sections}
+            out |= {top_section(s) for s in by_key[head].sections}
     return out
 
 
@@ -114,7 +110,7 @@ def read_provisions(
         titles.setdefault((document, section), title)
     derived: dict[tuple[str, str], set[str]] = {}
     for document, rule, target in conn.execute(_DERIVED, (jurisdiction,)):
-        derived.setdefault((document, rule), set()).add(_top(str(target)))
+        derived.setdefault((document, rule), set()).add(top_section(str(target)))
     out = []
     for spec in specs:
         sections = matter_sections(spec, matters)
@@ -329,10 +325,3 @@ def stored_divergences(
     ).fetchall()
     return [dict(zip(("matter", "jurisdiction", "kind", "message", "evidence"), r, strict=True))
             for r in rows]  # fmt: skip
-
-
-def provisions_by_matter(provisions: Sequence[Provision]) -> Mapping[str, list[Provision]]:
-    out: dict[str, list[Provision]] = {}
-    for p in provisions:
-        out.setdefault(p.matter, []).append(p)
-    return out

@@ -32,6 +32,7 @@ import psycopg
 
 from civicsetu_pipelines.answer import load_vocabulary
 from civicsetu_pipelines.base import load_jurisdictions
+from civicsetu_pipelines.graph import top_section
 
 ACT_JURISDICTION = "CENTRAL"
 HOLD_BACK_EVERY = 10
@@ -53,6 +54,12 @@ class TrainingQuery:
         return {"query": self.query, "positives": [list(p) for p in self.positives],
                 "source": self.source, "origin": self.origin,
                 "held_back": self.held_back}  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> TrainingQuery:
+        """The query :meth:`as_row` wrote."""
+        return cls(str(row["query"]), tuple((str(j), str(s)) for j, s in row["positives"]),
+                   str(row["source"]), str(row["origin"]), bool(row["held_back"]))  # fmt: skip
 
 
 def held_back(query: str) -> bool:
@@ -113,7 +120,7 @@ def mine_training_queries(conn: psycopg.Connection[Any], act_key: str) -> list[T
     by_question: dict[tuple[str, str], set[tuple[str, str]]] = {}
     judgment: list[TrainingQuery] = []
     for source_id, target, start, end, title, text, doc_type in conn.execute(_CITED, (act_key,)):
-        section = (ACT_JURISDICTION, str(target).split("(")[0])
+        section = (ACT_JURISDICTION, top_section(str(target)))
         if doc_type == "faq" and title:
             by_question.setdefault((str(title), str(source_id)), set()).add(section)
         elif doc_type == "judgment" and start is not None:
@@ -127,7 +134,7 @@ def mine_training_queries(conn: psycopg.Connection[Any], act_key: str) -> list[T
     for document, rule, target in conn.execute(_DERIVED, (act_key,)):
         if (str(document), str(rule)) in rule_titles:
             derived.setdefault((str(document), str(rule)), set()).add(
-                (ACT_JURISDICTION, str(target).split("(")[0])
+                (ACT_JURISDICTION, top_section(str(target)))
             )
     for key, positives in sorted(derived.items()):
         text, chunk = rule_titles[key]

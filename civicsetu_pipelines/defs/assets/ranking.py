@@ -4,7 +4,7 @@ served only when it wins on the golden dev half (the ``promotion`` check)."""
 import hashlib
 import json
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
@@ -37,7 +37,6 @@ from civicsetu_pipelines.rank import (
 
 PAIRS_FILE = "training_pairs.jsonl"
 REPORT_FILE = "report.json"  # the last verdict and variants, for the analyst report
-SHOWN = REPORTED_METRICS
 
 
 @dg.asset(
@@ -71,9 +70,8 @@ def training_pairs(context: dg.AssetExecutionContext, postgres: PostgresResource
 
 
 def _read_pairs(path: Any) -> list[TrainingQuery]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return [TrainingQuery(r["query"], tuple(tuple(p) for p in r["positives"]), r["source"],
-                          r["origin"], r["held_back"]) for r in rows]  # fmt: skip
+    lines = path.read_text().splitlines()
+    return [TrainingQuery.from_row(json.loads(line)) for line in lines if line.strip()]
 
 
 def _store_fingerprint(conn: Any) -> str:
@@ -116,7 +114,7 @@ def learned_ranker(
     pairs_path = ranker_dir / PAIRS_FILE
     queries = _read_pairs(pairs_path)
     golden = load_golden()
-    halves = {s: [g for g in golden if g.split == s] for s in ("dev", "test")}
+    dev_half = [g for g in golden if g.split == "dev"]
     settings = answering.settings()
     with (
         QueryEngine(postgres.url(), embedder.query_embedder(), settings) as engine,
@@ -126,20 +124,16 @@ def learned_ranker(
                              _store_fingerprint(conn), VARIANTS, SEED)  # fmt: skip
         saved = ranker_dir / f"ranker-{version}.json"
 
-        def scores(ranker: Any, which: tuple[str, ...] = ("dev", "test")) -> dict[str, Any]:
+        def dev_scores(ranker: Any) -> dict[str, float]:
             engine.use_reranker(ranker)
-            return {half: {m: v for m, v in evaluate(engine, conn, halves[half],
-                                                     with_ragas=False).headline.items()
-                           if m in SHOWN and v is not None}
-                    for half in which}  # fmt: skip
+            return _reported(evaluate(engine, conn, dev_half, with_ragas=False).headline)
 
         def everything(ranker: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             """Both halves scored in one pass, and the per-question rows."""
             engine.use_reranker(ranker)
             rows = evaluate(engine, conn, golden, with_ragas=False).rows
             split = by_split(rows)
-            return {h: {m: v for m, v in split.get(h, {}).items() if m in SHOWN and v is not None}
-                    for h in ("dev", "test")}, rows  # fmt: skip
+            return {h: _reported(split.get(h, {})) for h in ("dev", "test")}, rows
 
         current, current_rows = everything(DeterministicReranker())
         retrained = not saved.exists()
@@ -160,7 +154,7 @@ def learned_ranker(
                 tried = [(name, base)]
                 tried += [(f"hand-set + {w} x {name}", blend(base, w)) for w in BLENDS]
                 for label, ranker in tried:
-                    dev = scores(ranker, ("dev",))["dev"]
+                    dev = dev_scores(ranker)
                     row: dict[str, Any] = {
                         "variant": label,
                         "held_back_mrr": round(mean_reciprocal_rank(ranker, held), 4),
@@ -220,6 +214,11 @@ def learned_ranker(
 WORST = 5
 
 
+def _reported(headline: Mapping[str, Any]) -> dict[str, float]:
+    """The metrics a ranker is compared by, of a headline (those it has)."""
+    return {m: v for m, v in headline.items() if m in REPORTED_METRICS and v is not None}
+
+
 def side_by_side(rows_by_ranker: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Per query type, each ranker's governing MRR on dev and on test; and each ranker's WORST
     test questions (refused wrongly first, then the lowest governing reciprocal rank)."""
@@ -246,8 +245,8 @@ def side_by_side(rows_by_ranker: dict[str, list[dict[str, Any]]]) -> dict[str, A
 
 
 def _variants_md(rows: list[dict[str, Any]]) -> str:
-    columns = ["variant", "held_back_mrr", *(f"dev_{m}" for m in SHOWN),
-               *(f"test_{m}" for m in SHOWN)]  # fmt: skip
+    columns = ["variant", "held_back_mrr", *(f"dev_{m}" for m in REPORTED_METRICS),
+               *(f"test_{m}" for m in REPORTED_METRICS)]  # fmt: skip
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(str(row.get(c, "—")) for c in columns) + " |")
