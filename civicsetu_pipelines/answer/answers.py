@@ -48,9 +48,16 @@ from civicsetu_pipelines.answer.questions import (
     question_hash,
     understand,
 )
-from civicsetu_pipelines.answer.ranking import Reranker, make_reranker
+from civicsetu_pipelines.answer.ranking import Candidate, Reranker, make_reranker
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
+from civicsetu_pipelines.provisions import (
+    ACROSS_STATES,
+    load_matter_specs,
+    matter_asked,
+    stored_divergences,
+    stored_provisions,
+)
 from civicsetu_pipelines.store import (
     EmbeddingConfig,
     EvidenceDistances,
@@ -119,6 +126,7 @@ class QueryEngine:
         self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval, self.reranker)
         self._composer = Composer(self._conn, self.settings.llm)
         self.jurisdictions = self._retriever.stored_jurisdictions()
+        self._matters = load_matter_specs()
 
     def use_reranker(self, reranker: Reranker) -> Reranker:
         """Rank with ``reranker`` from the next question on; returns the one it replaces
@@ -193,6 +201,10 @@ class QueryEngine:
         if refused is not None:
             return refused
         scope = search_scope(query, wanted)
+        table = self._from_table(query, scope, as_of)
+        if table is not None:
+            timer.stage("answer", since)
+            return table
         comparing = "comparison" in query.intents and len(
             [j for j in scope or [] if j != ACT_JURISDICTION]
         ) >= 2  # fmt: skip
@@ -211,6 +223,46 @@ class QueryEngine:
         if refused is not None:
             return refused
         return with_notes(self._composer.compose(query, ranked, timer, since), resolutions)
+
+    def _from_table(
+        self, query: Query, scope: Sequence[str] | None, as_of: dt.date | None
+    ) -> dict[str, Any] | None:
+        """A question comparing states on a matter of the provisions table (two states or
+        more named, or "each state", "which states" ...), answered from the table: each
+        state's value beside its verbatim quote, and the divergences flagged between them.
+        None (retrieval answers) for any other question, for a date (the table holds today's
+        rules) and when the table holds no quote for any of the states."""
+        if as_of is not None or query.references:
+            return None
+        spec = matter_asked(query.text, self._matters)
+        if spec is None:
+            return None
+        states = [j for j in scope or [] if j != ACT_JURISDICTION]
+        if len(states) < 2:
+            if states or not ACROSS_STATES.search(query.text):
+                return None
+            states = []  # every state the table holds
+        provisions = stored_provisions(self._conn, states, spec.key)
+        units = self._retriever.units([p.chunk_id for p in provisions if p.chunk_id])
+        comparison = Comparison(query, self._composer, self.distances)
+        for p in provisions:
+            row = units.get(p.chunk_id or "")
+            unit = Candidate(row, exact=True, via="provisions table") if row else None
+            comparison.add_provision(p.jurisdiction, unit, p.quote, p.value)
+        if not comparison.citations:
+            return None
+        result = comparison.result()
+        answered = {side["jurisdiction"] for side in result["comparison"] if side["citations"]}
+        flags = [f for f in stored_divergences(self._conn) if f["matter"] == spec.key
+                 and f["kind"] != "unfilled" and f["jurisdiction"] in answered]  # fmt: skip
+        if flags:
+            result["answer"] += "\nWhere they depart:\n" + "\n".join(
+                f"  {f['message']}" for f in flags
+            )
+        result["provisions"] = {"matter": spec.key, "name": spec.name,
+                                "flags": [{k: f[k] for k in ("jurisdiction", "kind", "message")}
+                                          for f in flags]}  # fmt: skip
+        return result
 
     def _compare(
         self,

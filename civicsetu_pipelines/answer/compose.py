@@ -329,6 +329,21 @@ class Comparison:
         self.sides.append({"jurisdiction": state, "status": "answered" if cited else
                            "no_relevant_data", "citations": cited})  # fmt: skip
 
+    def add_provision(
+        self, state: str, unit: Candidate | None, quote: str | None, value: str | None
+    ) -> None:
+        """The side of ``state`` from the provisions table: the value its rule fixes beside
+        the verbatim quote it was read from (no citation, and no value, when the table holds
+        none for it or the quote is not on the unit's pages)."""
+        cited = []
+        if unit is not None and quote:
+            self.ranked_all.append(unit)
+            cited = self.composer.cite([(unit, quote)], start=len(self.citations) + 1)
+        self.citations += cited
+        self.sides.append({"jurisdiction": state, "status": "answered" if cited else
+                           "no_relevant_data", "value": value if cited else None,
+                           "citations": cited})  # fmt: skip
+
     def result(self) -> dict[str, Any]:
         """The sides as one answer, or a refusal when no side has a quote."""
         query, sides, ranked_all, citations = (
@@ -345,7 +360,8 @@ class Comparison:
         answered_sides = [side["jurisdiction"] for side in sides if side["citations"]]
         lines = []
         for side in sides:
-            lines.append(f"{side['jurisdiction']}:")
+            value = f" {side['value']}" if side.get("value") else ""
+            lines.append(f"{side['jurisdiction']}:{value}")
             if not side["citations"]:
                 lines.append("  (no provision found in the stored corpus)")
             for c in side["citations"]:

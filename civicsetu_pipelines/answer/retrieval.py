@@ -392,6 +392,17 @@ class Retriever:
             cur.execute("SELECT DISTINCT jurisdiction FROM legal_chunks ORDER BY 1")
             return [str(r[0]) for r in cur.fetchall()]
 
+    def units(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The current stored units of ``chunk_ids``, by id (an id no longer current is
+        absent)."""
+        ids = [i for i in chunk_ids if _looks_like_uuid(i)]
+        if not ids:
+            return {}
+        with self._conn.cursor() as cur:
+            cur.execute(f"SELECT {_COLUMNS} {_FROM} WHERE c.status = 'current' "
+                        "AND c.chunk_id = ANY(%s::uuid[])", (ids,))  # fmt: skip
+            return {str(row["chunk_id"]): row for row in _rows(cur)}
+
     def new_question(self) -> None:
         """Forget the last question's vector (kept so a comparison, which retrieves once per
         state, embeds its question once)."""

@@ -6,6 +6,7 @@ Modules, in the order they build on each other:
 * ``values`` -- rates, periods and amounts read deterministically from a rule's words
 * ``table`` -- each jurisdiction's provision per matter (from the graph and the rules), the
   divergences over all of them, and their tables in Postgres
+* ``asking`` -- which matter a question asks about, and whether it asks across states
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

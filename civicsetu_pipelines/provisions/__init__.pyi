@@ -1,5 +1,9 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .asking import (
+    ACROSS_STATES as ACROSS_STATES,
+    matter_asked as matter_asked,
+)
 from .table import (
     Flag as Flag,
     MatterSpec as MatterSpec,

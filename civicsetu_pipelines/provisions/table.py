@@ -30,6 +30,16 @@ from civicsetu_pipelines.provisions.values import READERS, Value, sentence_at
 MATTERS_YAML = DATA_DIR / "matters.yaml"
 
 
+class AskedWords(BaseModel):
+    """How a question asks for a matter (``asked`` in ``data/matters.yaml``; see
+    :mod:`civicsetu_pipelines.provisions.asking`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    all: tuple[tuple[str, ...], ...] = ()
+    none: tuple[str, ...] = ()
+
+
 class MatterSpec(BaseModel):
     """One matter of ``data/matters.yaml``."""
 
@@ -43,6 +53,10 @@ class MatterSpec(BaseModel):
     titles: tuple[str, ...] = ()
     # words the sentence holding the value must use ("valid" for a registration's validity)
     context: tuple[str, ...] = ()
+    asked: AskedWords = AskedWords()
+    # Act sections that fix the value themselves ("within a period of thirty days"): a state
+    # whose rules fix none is shown the Act's, marked so (status "act"), never a guess
+    act: tuple[str, ...] = ()
 
 
 def load_matter_specs(path: Any = MATTERS_YAML) -> list[MatterSpec]:
@@ -56,7 +70,8 @@ def load_matter_specs(path: Any = MATTERS_YAML) -> list[MatterSpec]:
 
 @dataclass(frozen=True)
 class Provision:
-    """What one jurisdiction fixed for one matter (``status`` "found" or "not_found")."""
+    """What one jurisdiction fixed for one matter (``status`` "found"; "act" when its rules
+    fix none and the Act's own section does; or "not_found")."""
 
     jurisdiction: str
     matter: str
@@ -88,6 +103,11 @@ _RULES = (
     "FROM legal_chunks WHERE status = 'current' AND jurisdiction = %s "
     "AND doc_type IN ('rules', 'regulations') AND unit IN ('rule', 'regulation') "
     "ORDER BY document_key, ordinal"
+)
+_ACT = (
+    "SELECT document_key, section_label, chunk_id::text, text, page_start FROM legal_chunks "
+    "WHERE status = 'current' AND doc_type = 'act' AND unit = 'section' "
+    "AND section_label = ANY(%s) ORDER BY document_key, ordinal"
 )
 _DERIVED = (
     "SELECT source_document, source_label, target_label FROM graph_edges "
@@ -137,8 +157,25 @@ def read_provisions(
                     break
             if found:
                 break
-        out.append(found or Provision(jurisdiction, spec.key, "not_found"))
+        out.append(found or _from_act(conn, jurisdiction, spec) or
+                   Provision(jurisdiction, spec.key, "not_found"))  # fmt: skip
     return out
+
+
+def _from_act(conn: psycopg.Connection[Any], jurisdiction: str, spec: MatterSpec
+              ) -> Provision | None:  # fmt: skip
+    """The value the Act's own sections fix for a matter no rule of ``jurisdiction`` fixes."""
+    if not spec.act:
+        return None
+    for document, section, chunk, text, page in conn.execute(_ACT, (list(spec.act),)):
+        value = _read_value(spec, text)
+        if value is not None:
+            return Provision(
+                jurisdiction, spec.key, "act", f"{value.text} (the Act)", value.number,
+                value.unit, sentence_at(text, value.start, value.end), document, section, chunk,
+                int(page or 0), "the Act (no rule read fixes it)",
+            )  # fmt: skip
+    return None
 
 
 CONTEXT_WINDOW = 300
@@ -150,45 +187,64 @@ def _plain(text: str) -> str:
     return " ".join(re.sub(r"[^a-z]+", " ", text.lower()).split())
 
 
-# A fee that differs by project kind is compared kind for kind: the value read is the one for
-# the first kind of PROJECT_KINDS a rule's list names, and the value says which kind it is for.
-PROJECT_KINDS = ("group housing", "plotted", "commercial", "mixed")
+# A fee that differs by project kind is read as its schedule: for each list item of a rule that
+# names a kind of PROJECT_KINDS (the first it names: "mixed development (residential and
+# commercial)" is mixed), the first amount per square metre, with its kind. Two states' fees
+# are alike when their schedules are.
+PROJECT_KINDS = ("group housing", "plotted", "commercial", "mixed", "residential")
+PER_KIND_UNIT = "rupees per square metre, by project kind"
+_LIST_ITEM = re.compile(r"\((?:[a-z]|[ivx]{1,4})\)\s")
 
 
 def _read_value(spec: MatterSpec, text: str) -> Value | None:
     """The matter's value in ``text`` (see :func:`_read_in_context`); a fee per square metre
-    for the first kind of PROJECT_KINDS the text names, with the kind."""
+    by project kind as its schedule (see PROJECT_KINDS), quoted from its first item to its
+    last."""
     reader = READERS[spec.value]
     if spec.value != "rupees":
         return _read_in_context(reader, text, spec.context)
-    found = []
-    offset = 0
-    while (value := _read_in_context(reader, text[offset:], spec.context)) is not None:
+    first_value = _read_in_context(reader, text, spec.context)
+    if first_value is None:
+        return None
+    found = [first_value]
+    offset = first_value.end
+    # the items of the list the first amount opens ("(a) ... (b) ...") are in its context too
+    while (value := reader(text[offset:])) is not None:
         start, end = offset + value.start, offset + value.end
+        if not _LIST_ITEM.match(sentence_at(text, start, end)):
+            break
         found.append(Value(value.text, value.number, value.unit, start, end))
         offset = end
-    for kind in PROJECT_KINDS:
-        for value in found:
-            if (
-                value.unit.endswith("square metre")
-                and kind in sentence_at(text, value.start, value.end).lower()
-            ):
-                return Value(f"{value.text} ({kind})", value.number, f"{value.unit}, {kind}",
-                             value.start, value.end)  # fmt: skip
-    return found[0] if found else None
+    schedule: dict[str, Value] = {}  # kind -> its first amount per square metre
+    for value in found:
+        if not value.unit.endswith("square metre"):
+            continue
+        sentence = sentence_at(text, value.start, value.end).lower()
+        named = [(sentence.find(k), k) for k in PROJECT_KINDS if k in sentence]
+        if named:
+            schedule.setdefault(min(named)[1], value)
+    if not schedule:
+        return first_value
+    items = list(schedule.items())
+    first, last = items[0][1], items[-1][1]
+    shown = "; ".join(f"{v.text} ({kind})" for kind, v in items)
+    unit = PER_KIND_UNIT if len(items) > 1 else f"{first.unit}, {items[0][0]}"
+    return Value(shown, first.number, unit, first.start, last.end)
 
 
 def _read_in_context(reader: Any, text: str, context: Sequence[str]) -> Value | None:
     """The first value ``reader`` finds in ``text`` whose sentence, or the CONTEXT_WINDOW
-    characters before it (the sentence a list item hangs from), uses one of ``context``'s words
-    (any value when there are none)."""
+    characters before it (the sentence a list item hangs from) or after it (the list a
+    sentence opens: "within a period of thirty days, (a) grant registration"), uses one of
+    ``context``'s words (any value when there are none)."""
     offset = 0
     while offset < len(text):
         value = reader(text[offset:])
         if value is None:
             return None
         start, end = offset + value.start, offset + value.end
-        near = f"{text[max(0, start - CONTEXT_WINDOW) : start]} {sentence_at(text, start, end)}"
+        near = (f"{text[max(0, start - CONTEXT_WINDOW) : start]} {sentence_at(text, start, end)} "
+                f"{text[end : end + CONTEXT_WINDOW]}")  # fmt: skip
         if not context or any(word in near.lower() for word in context):
             return Value(value.text, value.number, value.unit, start, end)
         offset = end
@@ -225,17 +281,17 @@ def divergences(
     for spec in specs:
         rows = sorted((p for p in provisions if p.matter == spec.key),
                       key=lambda p: p.jurisdiction)  # fmt: skip
-        found = [p for p in rows if p.status == "found"]
+        found = [p for p in rows if p.status in ("found", "act")]
         majorities: dict[str | None, str | None] = {}
         for unit in {p.unit for p in found if p.unit != "contractual"}:
             # a value is compared with the values of its own kind (a rate formula with rate
-            # formulas, a fee for group housing with fees for group housing)
+            # formulas, a fee schedule by project kind with fee schedules)
             alike = [p for p in found if p.unit in (unit, "contractual")]
             common = Counter(p.value for p in alike).most_common()
             clear = len(alike) >= 3 and (len(common) == 1 or common[0][1] > common[1][1])
             majorities[unit] = common[0][0] if clear else None
         for p in rows:
-            if p.status != "found":
+            if p.status == "not_found":
                 flags.append(Flag(spec.key, p.jurisdiction, "unfilled",
                                   f"{p.jurisdiction}: no rule read fixes {spec.name.lower()} "
                                   f"({POINTER})", ()))  # fmt: skip
@@ -269,7 +325,7 @@ def divergences(
 
 
 # ---------------------------------------------------------------------------------------------
-# Postgres (sql/0011_state_provisions.sql)
+# Postgres (sql/0011_state_provisions.sql, sql/0012_state_provisions_from_the_act.sql)
 
 FIELDS = ("jurisdiction", "matter", "status", "value", "number", "unit", "quote", "document_key",
           "label", "chunk_id", "page", "basis", "draft")  # fmt: skip

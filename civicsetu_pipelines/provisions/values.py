@@ -119,15 +119,17 @@ def read_years(text: str) -> Value | None:
     return _read_period(_YEARS, "years", text)
 
 
+# "rupees" as OCR reads it too: its first letter misread ("Tupees") or an e read as c ("rupces")
+_RUPEE_WORD = r"\b[a-z]up[ec]es\b"
 _RUPEES = re.compile(
-    rf"(?:rupees|rs\.?|₹|inr)\s*(?P<n>{NUMBER})(?:\s*/-)?"
+    rf"(?:{_RUPEE_WORD}|rs\.?|₹|inr)\s*(?P<n>{NUMBER})(?:\s*/-)?"
     r"(?P<per>\s*(?:per|for\s+every)\s+(?:square\s+met(?:re|er)|sq\.?\s*m(?:tr?)?\.?|application))?",
     re.IGNORECASE,
 )
 
 
 _RUPEES_AFTER = re.compile(
-    rf"(?<![\w-])(?P<n>{NUMBER})\s*rupees"
+    rf"(?<![\w-])(?P<n>{NUMBER})\s*{_RUPEE_WORD}"
     r"(?P<per>\s*(?:per|for\s+every)\s+(?:square\s+met(?:re|er)|sq\.?\s*m(?:tr?)?\.?|application))?",
     re.IGNORECASE,
 )
@@ -156,9 +158,9 @@ _SENTENCE_END = re.compile(r"(?<=[.;:])\s+(?=[A-Z(\u2014])|\n(?=\(\w{1,4}\)\s)")
 
 
 def sentence_at(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` that holds [start, end), verbatim (lines joined)."""
+    """The sentences of ``text`` that hold [start, end), verbatim (lines joined)."""
     bounds = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        if a <= start < b:
-            return " ".join(text[a : max(b, end)].split())
-    return " ".join(text[start:end].split())
+    a = max((b for b in bounds if b <= start), default=0)
+    b = min((b for b in bounds if b >= end), default=len(text))
+    # OCR debris after the last word ("individual. \\ | , | :") is not part of the sentence
+    return " ".join(text[a:b].split()).rstrip(" |\\,:;'")

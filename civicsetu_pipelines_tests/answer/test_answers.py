@@ -298,6 +298,46 @@ def test_a_comparison_returns_each_jurisdiction_side_by_side(engine: QueryEngine
     assert result["answer"].index("CHANDIGARH:") < result["answer"].index("GUJARAT:")
 
 
+def test_a_question_comparing_states_on_a_matter_is_answered_from_the_provisions_table(
+    engine: QueryEngine, corpus_store: CorpusStore
+) -> None:
+    """The ingest job filled ``state_provisions``; the divergences are written as the
+    evaluation job writes them."""
+    from civicsetu_pipelines.graph import prescribed_matters, stored_act_chunks
+    from civicsetu_pipelines.provisions.table import (
+        divergences,
+        load_matter_specs,
+        replace_divergences,
+        stored_provisions,
+    )
+
+    states = ("CHANDIGARH", "DAMAN_AND_DIU", "GUJARAT", "UTTAR_PRADESH")
+    with connect(corpus_store.database_url) as conn:
+        heads = prescribed_matters(stored_act_chunks(conn, "rera_act_2016"))
+        replace_divergences(conn, divergences(stored_provisions(conn), load_matter_specs(), heads))
+        conn.commit()
+    question = "Is the interest rate on late payment the same in Chandigarh and in Gujarat?"
+    result = engine.answer(question)
+    assert result["status"] == "answered" and result["provisions"]["matter"] == "interest_rate"
+    sides = {s["jurisdiction"]: s for s in result["comparison"]}
+    assert sides["CHANDIGARH"]["value"] == "SBI MCLR + 2%"
+    assert sides["GUJARAT"]["value"] == "contractual rate, as mutually agreed"
+    for citation in result["citations"]:
+        assert citation["quote"] in canonical_flat(stored_text(corpus_store, citation["chunk_id"]))
+    assert {c["label"] for c in result["citations"]} == {"Rule 15", "Rule 16"}
+    assert {f["kind"] for f in result["provisions"]["flags"]} >= {"contractual", "differs"}
+    assert "Where they depart" in result["answer"] and "not legal advice" in result["answer"]
+    # "each state" names none: every state the table holds, side by side
+    every = engine.answer("How many days does each state give a promoter to pay a refund?")
+    assert every["provisions"]["matter"] == "refund_timeline"
+    values = {s["jurisdiction"]: s["value"] for s in every["comparison"]}
+    assert {j: values[j] for j in states} == dict.fromkeys(states, "45 days")
+    # a date: the table holds today's rules, so retrieval reads the law of that day
+    assert "provisions" not in engine.answer(question, as_of="2018-01-01")
+    # one state: no comparison, retrieval as for any question
+    assert "provisions" not in engine.answer("What is the rate of interest in Gujarat?")
+
+
 def test_implementation_questions_reach_the_rule_through_the_graph(engine: QueryEngine) -> None:
     result = engine.answer("Which Chandigarh rule implements section 44 on appeals?")
     assert result["status"] == "answered"

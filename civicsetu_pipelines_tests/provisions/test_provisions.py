@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 
 from civicsetu_pipelines.graph.matters import Matter
+from civicsetu_pipelines.provisions.asking import matter_asked
 from civicsetu_pipelines.provisions.table import (
+    PER_KIND_UNIT,
     Provision,
+    _read_value,
     divergences,
     load_matter_specs,
     read_provisions,
@@ -56,6 +59,52 @@ def test_values_of_each_kind_are_read_from_the_rules_words() -> None:
         sentence_at(text, fee.start, fee.end)
         == "(2) The fee shall be Rs. 25,000/- for an individual."
     )
+
+
+def test_a_fee_by_project_kind_is_read_as_its_schedule_quoted_from_first_item_to_last() -> None:
+    (spec,) = [s for s in load_matter_specs() if s.key == "project_registration_fee"]
+    text = (
+        "(1) Every application shall be in Form A.\n"
+        "(2) The promoter shall pay a fee by demand draft for a sum calculated at the rate of,-\n"
+        "(a) for plotted development projects, seven rupees per square meter; and\n"
+        "(b) for mixed development (residential and commercial) projects, Rs. 12 per sq. m.\n"
+        "where the area exceeds one thousand square meters, fifteen rupees per square meter;\n"
+        "(c) rupees thirty per square meter for commercial projects.\n"
+        "(3) The promoter shall pay a late fee of Rs. 2 per square meter.\n"
+    )
+    value = _read_value(spec, text)
+    assert value is not None
+    assert value.text == ("Rs 7 per square metre (plotted); Rs 12 per square metre (mixed); "
+                          "Rs 30 per square metre (commercial)")  # fmt: skip
+    assert value.unit == PER_KIND_UNIT and value.number == 7
+    quote = sentence_at(text, value.start, value.end)
+    assert quote.startswith("(a) for plotted") and quote.endswith("commercial projects.")
+    assert "late fee" not in quote  # the list ends where sub-rule (3) begins
+    one = _read_value(spec, "(2) The promoter shall pay a fee of ten rupees per square meter "
+                            "for group housing projects.")  # fmt: skip
+    assert one is not None and one.text == "Rs 10 per square metre (group housing)"
+
+
+@pytest.mark.parametrize(
+    ("question", "matter"),
+    [
+        ("Do Punjab and Kerala charge the same rate of interest on delayed possession?",
+         "interest_rate"),
+        ("Within how many days must a refund be paid in each state?", "refund_timeline"),
+        ("Which state charges a developer the least to register a housing project?",
+         "project_registration_fee"),
+        ("Is the broker registration fee higher in Goa or in Assam?", "agent_registration_fee"),
+        ("For how many years is an agent's licence valid in different states?",
+         "agent_registration_validity"),
+        # other matters, and none: left to retrieval
+        ("What does it cost to extend a project's registration in Goa and Assam?", None),
+        ("Compare the compounding fee for an offence in Goa and Assam.", None),
+        ("Compare the appeal procedures of Goa and Assam.", None),
+    ],
+)  # fmt: skip
+def test_a_question_names_the_matter_it_compares_states_on(question: str, matter: str) -> None:
+    found = matter_asked(question, load_matter_specs())
+    assert (found.key if found else None) == matter
 
 
 def _provision(j: str, value: str | None, unit: str | None = "percent over SBI MCLR",
@@ -121,7 +170,7 @@ def test_gujarat_leaves_interest_to_the_contract_where_chandigarh_fixes_mclr_plu
                       for p in read_provisions(conn, j, specs, heads)]  # fmt: skip
         by = {(p.jurisdiction, p.matter): p for p in provisions}
         for p in provisions:  # every value's quote is verbatim in its chunk
-            if p.status == "found":
+            if p.status != "not_found":
                 (text,) = conn.execute("SELECT text FROM legal_chunks WHERE chunk_id = %s",
                                        (p.chunk_id,)).fetchone()  # fmt: skip
                 assert quote_in(str(p.quote), text), p
@@ -132,7 +181,17 @@ def test_gujarat_leaves_interest_to_the_contract_where_chandigarh_fixes_mclr_plu
     for j in ("CHANDIGARH", "GUJARAT", "DAMAN_AND_DIU", "UTTAR_PRADESH"):
         assert by[(j, "refund_timeline")].value == "45 days"
     assert by[("GUJARAT", "agent_registration_validity")].value == "5 years"
+    # a fee schedule by project kind, and an amount OCR misspelt ("Tupees twenty-five thousand")
+    assert by[("GUJARAT", "project_registration_fee")].value.count("per square metre (") == 4
+    assert by[("UTTAR_PRADESH", "project_registration_fee")].value == (
+        "Rs 20 per square metre (commercial); Rs 10 per square metre (residential)")  # fmt: skip
+    assert by[("UTTAR_PRADESH", "agent_registration_fee")].value == "Rs 25000"
+    # no rule fixes the time to decide a registration: the Act's section 5(1) does, marked so
+    decide = by[("GUJARAT", "registration_decision_time")]
+    assert (decide.status, decide.value, decide.label) == ("act", "30 days (the Act)", "Section 5")
+    assert "within a period of thirty days" in str(decide.quote)
     flags = divergences(provisions, specs, heads)
+    assert not [f for f in flags if f.matter == "registration_decision_time"]
     (contract,) = [f for f in flags if f.kind == "contractual"]
     assert contract.jurisdiction == "GUJARAT"
     (differs,) = [f for f in flags if f.kind == "differs" and f.matter == "interest_rate"]

@@ -55,8 +55,9 @@ def state_provisions(
 ) -> dg.MaterializeResult:
     """For each matter of data/matters.yaml, the rule (or regulation) of this jurisdiction that
     fills it and
-    the value it fixes (read deterministically, with the verbatim sentence, page and chunk), or
-    "not found"; replaced in Postgres (state_provisions) in one transaction."""
+    the value it fixes (read deterministically, with the verbatim sentence, page and chunk); the
+    Act's own value, marked so, for a matter its sections fix and no rule does; else "not
+    found"; replaced in Postgres (state_provisions) in one transaction."""
     jurisdiction = context.partition_key
     documents = load_registry().documents(jurisdiction)
     drafts = frozenset(s.key for s in documents if "draft" in str(s.status).lower())
@@ -79,6 +80,7 @@ def state_provisions(
         metadata={
             "matters": len(provisions),
             "found": len(found),
+            "from_the_act": sum(p.status == "act" for p in provisions),
             "provisions": dg.MetadataValue.md("\n".join(table)),
         }  # fmt: skip
     )
