@@ -37,6 +37,15 @@ def documents_add(
     source_url: Annotated[
         str | None, typer.Option("--source-url", help="Where to cite it (default: the file)")
     ] = None,
+    amends: Annotated[
+        list[str] | None,
+        typer.Option("--amends", help="Key of a document it amends (repeatable): its "
+                     "instructions apply from --effective-from, or the date it names"),
+    ] = None,  # fmt: skip
+    repeals: Annotated[
+        list[str] | None,
+        typer.Option("--repeals", help="Key of a document it repeals whole (repeatable)"),
+    ] = None,
 ) -> None:
     """Register a PDF: copy it into the content-addressed store and add it to the user registry.
     Then `civicsetu materialize -j J` ingests it end to end."""
@@ -55,7 +64,8 @@ def documents_add(
     try:
         added = add_document(path, jurisdiction=jurisdiction, kind=kind, title=title, key=key,
                              effective_from=date, status=status, pages=pages,
-                             language=language, source_url=source_url)  # fmt: skip
+                             language=language, source_url=source_url, amends=amends or (),
+                             repeals=repeals or ())  # fmt: skip
     except AddError as exc:
         console.print(f"[red]not added: {exc}[/red]")
         raise typer.Exit(2) from None

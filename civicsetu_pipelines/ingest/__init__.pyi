@@ -1,5 +1,12 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .amendments import (
+    Instrument as Instrument,
+    PartitionAmendments as PartitionAmendments,
+    amend_partition as amend_partition,
+    instrument_of as instrument_of,
+    read_instructions as read_instructions,
+)
 from .documents import (
     chunk_rows as chunk_rows,
     fetch_rows as fetch_rows,

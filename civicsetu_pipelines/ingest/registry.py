@@ -167,6 +167,13 @@ class DocumentSpec(BaseModel):
     commencement: tuple[Commencement, ...] = Field(
         default=(), description="Units in force later than effective_date, and from when."
     )
+    amends: tuple[str, ...] = Field(
+        default=(), description="Keys of the documents whose units this one amends (its "
+        "instructions are read from its text and applied from its date)."
+    )
+    repeals: tuple[str, ...] = Field(
+        default=(), description="Keys of the documents this one repeals whole, from its date."
+    )
 
     @field_validator("key")
     @classmethod
@@ -335,6 +342,11 @@ class Registry(BaseModel):
             (dupes if spec.key in seen else seen).add(spec.key)
         if dupes:
             raise ValueError(f"duplicate document keys: {', '.join(sorted(dupes))}")
+        for spec in self.specs:
+            for named in (*spec.amends, *spec.repeals):
+                if named not in seen or named == spec.key:
+                    raise ValueError(f"{spec.key}: amends or repeals {named!r}, which is not "
+                                     "another registered document")  # fmt: skip
         return self
 
     def __len__(self) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,8 @@ def add_document(
     pages: str | None = None,
     language: str = "eng",
     source_url: str | None = None,
+    amends: Sequence[str] = (),
+    repeals: Sequence[str] = (),
     state_dir: Path | None = None,
 ) -> Added:
     """Check ``path``, store it and register it in the user registry; nothing is written when
@@ -148,6 +151,8 @@ def add_document(
         "status": status,
         "notes": f"added with `civicsetu documents add` on {dt.date.today().isoformat()} "
         f"from {path}",
+        "amends": list(amends) or None,
+        "repeals": list(repeals) or None,
     }
     try:
         spec = DocumentSpec.model_validate(entry)

@@ -1,0 +1,629 @@
+"""Amending instruments read deterministically, and the points in time they make. Pure domain
+code (no Dagster, no database).
+
+An amending notification speaks in a few fixed formulae of Indian legislative drafting:
+
+* ``for sub-rule (2), the following sub-rule shall be substituted, namely:- "(2) ..."``
+* ``for the words "forty-five days", the words "thirty days" shall be substituted``
+* ``after rule 5, the following rule shall be inserted, namely:- "5A. ..."``
+* ``sub-rule (3) shall be omitted`` / ``the words "..." shall be omitted``
+* ``clause (c) shall be renumbered as clause (d)``
+
+each under the address its paragraph or item gives ("In rule 18 of the said rules,- (a) in
+sub-rule (1), ..."). :func:`read_instructions` reads them, each with its own words and page as
+evidence; a paragraph that speaks of amending but matches no formula is a problem, named with its
+words, never guessed. :func:`apply_amendments` applies them to the chunk rows of the document
+they amend: every changed row ends on the amendment's date (``in_force_to``) and a new point in
+time of the unit (its own chunk id, ``in_force_from`` the date, ``amendment`` the evidence)
+carries the amended text. An instruction whose unit cannot be found with certainty (absent, or
+its number printed twice) is a problem too, and changes nothing. A repeal ends every unit.
+"""
+
+from __future__ import annotations
+
+import calendar
+import copy
+import datetime as dt
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from civicsetu_pipelines.ingest.legal_structure import NAMESPACE
+
+# ---------------------------------------------------------------------------------------------
+# Addresses: "clause (a) of sub-rule (2) of rule 18", "rule 18, in sub-rule (2)"
+
+TOP_WORDS = ("rule", "regulation", "section", "paragraph")
+SUB_WORDS = ("sub-rule", "sub-regulation", "sub-section", "sub-paragraph")
+_LEVEL_WORDS = ("sub-clause", "clause", "item")
+_WORD = r"(?:sub-?(?:rule|regulation|section|paragraph|clause)|rule|regulation|section|" \
+        r"paragraph|clause|item)s?"  # fmt: skip
+_NUM = r"\(?\s*[0-9]{1,3}[A-Z]{0,2}\s*\)?|\(\s*[a-z]{1,2}[A-Z]?\s*\)|\(\s*[ivxlc]{1,6}\s*\)"
+_ONE = rf"{_WORD}\s*(?:{_NUM})"
+ADDRESS = rf"{_ONE}(?:\s*,?\s*(?:of|in)\s+(?:the\s+said\s+\w+\s*,?\s*)?{_ONE})*"
+_ONE_RE = re.compile(rf"(?P<word>{_WORD})\s*(?P<num>{_NUM})", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Address:
+    """A unit of a document: its top-level number and the path below it (("2", "a") for
+    clause (a) of sub-rule (2))."""
+
+    unit: str | None  # "rule", "regulation" ... (None: the paragraph's own unit)
+    number: str | None
+    path: tuple[str, ...] = ()
+
+    def label(self, default_unit: str = "rule") -> str:
+        word = (self.unit or default_unit).capitalize()
+        return f"{word} {self.number}" + "".join(f"({p})" for p in self.path)
+
+    def under(self, outer: Address | None) -> Address:
+        """This address read inside ``outer`` (the paragraph's or the item's)."""
+        if outer is None or self.number is not None:
+            return self
+        return Address(outer.unit, outer.number, outer.path + self.path)
+
+
+def _num(raw: str) -> str:
+    return raw.strip().strip("()").strip()
+
+
+def read_address(text: str) -> Address | None:
+    """The address of ``text`` ("clause (a) of sub-rule (2) of rule 18"), innermost first or
+    outermost first ("rule 18, in sub-rule (2)")."""
+    parts = [(m.group("word").lower().rstrip("s").replace("subr", "sub-r"), _num(m.group("num")))
+             for m in _ONE_RE.finditer(text)]  # fmt: skip
+    if not parts:
+        return None
+    top = [(w, n) for w, n in parts if w in TOP_WORDS]
+    subs = [(w, n) for w, n in parts if w not in TOP_WORDS]
+
+    def depth(word: str) -> int:
+        return 0 if word in SUB_WORDS else 1 + _LEVEL_WORDS[::-1].index(word) \
+            if word in _LEVEL_WORDS else 9  # fmt: skip
+
+    subs.sort(key=lambda wn: depth(wn[0]))
+    unit, number = top[0] if top else (None, None)
+    return Address(unit, number, tuple(n for _, n in subs))
+
+
+# ---------------------------------------------------------------------------------------------
+# Instructions
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One thing an amending instrument does to one unit, with its own words as evidence."""
+
+    kind: str  # substitute | substitute_words | insert | omit | omit_words | renumber
+    target: Address
+    words: str  # the instruction as printed (flattened)
+    page: int
+    new_text: str | None = None  # substitute, insert
+    old_words: str | None = None  # substitute_words, omit_words
+    new_words: str | None = None  # substitute_words
+    position: str | None = None  # insert: "after" | "before"
+    renumbered: Address | None = None
+
+
+@dataclass
+class AmendingText:
+    instructions: list[Instruction]
+    problems: list[str]  # paragraphs that speak of amending but match no formula
+    in_force_on: dt.date | None  # the instrument's own "shall come into force on ..."
+
+
+_Q = "\"\u201c\u201d\u2018\u2019'`"
+_QUOTED = rf"[{_Q}]\s*(?P<{{name}}>[^{_Q}]+?)\s*[{_Q}]"
+_SAID = r"(?:\s+of\s+the\s+said\s+\w+)?"
+_NAMELY = r"(?:,?\s*namely\s*)?[:.\-\u2013\u2014,;]*\s*"
+_FORMULAE = [
+    ("substitute_words", re.compile(
+        rf"for\s+the\s+(?:words?|figures?|letters?|brackets?|expression)(?:\s+and\s+\w+)?\s*,?\s*"
+        rf"{_QUOTED.format(name='old')}\s*,?\s*the\s+(?:words?|figures?|letters?|brackets?|"
+        rf"expression)(?:\s+and\s+\w+)?\s*,?\s*{_QUOTED.format(name='new')}\s*,?\s*shall\s+be"
+        r"\s+substituted", re.I)),
+    ("omit_words", re.compile(
+        rf"the\s+(?:words?|figures?|letters?|expression)(?:\s+and\s+\w+)?\s*,?\s*"
+        rf"{_QUOTED.format(name='old')}\s*,?\s*(?:occurring\s+[^,]{{0,80}},?\s*)?shall\s+be\s+"
+        r"omitted", re.I)),
+    ("substitute", re.compile(
+        rf"for\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following\s+[\w\s-]{{1,40}}?\s+shall\s+be\s+"
+        rf"substituted{_NAMELY}(?P<new>.+)", re.I | re.S)),
+    ("insert", re.compile(
+        rf"(?P<pos>after|before)\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following\s+[\w\s-]{{1,40}}?"
+        rf"\s+shall\s+be\s+inserted{_NAMELY}(?P<new>.+)", re.I | re.S)),
+    ("renumber", re.compile(
+        rf"(?P<addr>{ADDRESS})\s*(?:of\s+the\s+said\s+\w+\s*)?shall\s+be\s+re-?numbered\s+as\s+"
+        rf"(?P<to>{ADDRESS})", re.I)),
+    ("omit", re.compile(
+        rf"(?P<addr>{ADDRESS})\s*(?:of\s+the\s+said\s+\w+\s*)?shall\s+be\s+omitted", re.I)),
+]  # fmt: skip
+# a paragraph or lettered item that amends: "2. In rule 18 of the said rules, ..." / "(a) in ..."
+_PARAGRAPH = re.compile(r"(?:^|\n)\s*(?P<n>\d{1,3})\s*\.\s+", re.M)
+_ITEM = re.compile(r"(?:^|\n|[:\-\u2013\u2014]\s)\s*\((?P<n>[a-z]{1,2}|[ivx]{1,5})\)\s+(?=[a-z])")
+_SPEAKS = re.compile(r"shall\s+be\s+(?:substituted|inserted|omitted|re-?numbered)", re.I)
+_CONTEXT = re.compile(rf"^\s*(?:in|to)\s+(?P<addr>{ADDRESS})", re.I)
+_MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
+_FORCE = re.compile(
+    r"come\s+into\s+force\s+(?:with\s+effect\s+from|on|from)\s+(?:the\s+)?(?:(?P<d>\d{1,2})"
+    r"(?:st|nd|rd|th)?\s+(?:day\s+of\s+)?(?P<m>[A-Za-z]+),?\s+(?P<y>\d{4})|(?P<dd>\d{1,2})"
+    r"[./-](?P<mm>\d{1,2})[./-](?P<yy>\d{4}))",
+    re.I,
+)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def in_force_on(text: str) -> dt.date | None:
+    """The date an instrument says it comes into force on, when it names one."""
+    m = _FORCE.search(text)
+    if not m:
+        return None
+    try:
+        if m.group("dd"):
+            return dt.date(int(m.group("yy")), int(m.group("mm")), int(m.group("dd")))
+        month = _MONTHS.get(m.group("m").lower())
+        return dt.date(int(m.group("y")), month, int(m.group("d"))) if month else None
+    except ValueError:
+        return None
+
+
+def _new_text(raw: str) -> str:
+    """The quoted new text of a substitution or insertion: inside its quotes when it is quoted
+    (up to the quote that closes a line), the text's own lines kept."""
+    text = raw.strip()
+    if text[:1] and text[0] in _Q:
+        close = _CLOSE_QUOTE.search(text, 1)
+        return (text[1 : close.start()] if close else text[1:]).strip()
+    return text
+
+
+_OPEN_QUOTE = re.compile(rf"namely\s*[:.\-\u2013\u2014,]*\s*(?=[{_Q}])", re.I)
+_CLOSE_QUOTE = re.compile(rf"[{_Q}]\s*[.;,]?\s*(?:and\s*)?(?=\n|$)")
+
+
+def _quoted(text: str) -> list[tuple[int, int]]:
+    """Where new text is quoted ("namely:- “(2) ...”;"): a number or item inside is the new
+    text's own, not the instrument's."""
+    regions = []
+    for m in _OPEN_QUOTE.finditer(text):
+        close = _CLOSE_QUOTE.search(text, m.end() + 1)
+        regions.append((m.end(), close.end() if close else len(text)))
+    return regions
+
+
+def _outside(position: int, regions: Sequence[tuple[int, int]]) -> bool:
+    return not any(a < position < b for a, b in regions)
+
+
+def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
+    """The instructions of an amending instrument's pages ((page number, text) in order)."""
+    text, starts = "", []
+    for number, page_text in pages:
+        starts.append((len(text), number))
+        text += page_text.rstrip() + "\n"
+
+    def page_at(offset: int) -> int:
+        return max((p for s, p in starts if s <= offset), default=pages[0][0] if pages else 1)
+
+    quoted = _quoted(text)
+    instructions: list[Instruction] = []
+    problems: list[str] = []
+    bounds = [m.start() for m in _PARAGRAPH.finditer(text) if _outside(m.start(), quoted)]
+    for a, b in zip(bounds, [*bounds[1:], len(text)], strict=True):
+        paragraph = text[a:b]
+        if not _SPEAKS.search(paragraph):
+            continue
+        head = _PARAGRAPH.match(paragraph)
+        at = a + (head.end() if head else 0)
+        body = text[at:b]
+        context_match = _CONTEXT.match(body)
+        outer = read_address(context_match.group("addr")) if context_match else None
+        after = context_match.end() if context_match else 0
+        items = [m for m in _ITEM.finditer(body)
+                 if m.start() >= after and _outside(at + m.start(), quoted)]  # fmt: skip
+        pieces = ([(body[m.end() : n.start() if n else len(body)], m.end())
+                   for m, n in zip(items, [*items[1:], None], strict=True)]
+                  if items else [(body, 0)])  # fmt: skip
+        for piece, offset in pieces:
+            if not _SPEAKS.search(piece):
+                continue
+            found = _read_piece(piece, outer, page_at(at + offset))
+            if found is None:
+                problems.append(_flat(piece)[:300])
+            else:
+                instructions.append(found)
+    return AmendingText(instructions, problems, in_force_on(text))
+
+
+_IN = re.compile(rf"\b(?:in|to)\s+(?P<addr>{ADDRESS})", re.I)
+
+
+def _read_piece(piece: str, outer: Address | None, page: int) -> Instruction | None:
+    words = _flat(piece)
+    for kind, pattern in _FORMULAE:
+        m = pattern.search(piece)
+        if not m:
+            continue
+        # the address the piece gives before its formula: "In rule 16 ..., in sub-rule (1), for"
+        here = outer
+        for near in _IN.finditer(piece, 0, m.start()):
+            found = read_address(near.group("addr"))
+            if found is not None:
+                here = found.under(here) if found.number is None else found
+        if here is not None and outer is not None and here.number is None:
+            here = here.under(outer)
+        if kind in ("substitute_words", "omit_words"):
+            if here is None or here.number is None:
+                return None
+            return Instruction(kind, here, words, page, old_words=_flat(m.group("old")),
+                               new_words=_flat(m.group("new")) if kind == "substitute_words"
+                               else None)  # fmt: skip
+        addr = read_address(m.group("addr"))
+        if addr is None:
+            return None
+        target = addr.under(here)
+        if target.number is None:
+            return None
+        if kind == "renumber":
+            to = read_address(m.group("to"))
+            return Instruction(kind, target, words, page,
+                               renumbered=to.under(here) if to else None)  # fmt: skip
+        if kind == "omit":
+            return Instruction(kind, target, words, page)
+        position = m.group("pos").lower() if kind == "insert" else None
+        return Instruction(kind, target, words, page, new_text=_new_text(m.group("new")),
+                           position=position)  # fmt: skip
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Applying instructions to a document's chunk rows
+
+
+@dataclass
+class Applied:
+    """The chunk rows after an instrument, and what it did (each instruction applied, with the
+    row it made or ended, and each one it could not apply, by name)."""
+
+    rows: list[dict[str, Any]]
+    done: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _marker(token: str) -> re.Pattern[str]:
+    """Where sub-unit ``(token)`` opens: at a line start or after a heading's ".-" / ":-"."""
+    return re.compile(rf"(?:\A|(?<=\n)|(?<=[.:;\-\u2013\u2014])|(?<=[.:;\-\u2013\u2014]\s))"
+                      rf"[ \t]*(?P<open>\(\s*{re.escape(token)}\s*\))\s")  # fmt: skip
+
+
+def _next_token(token: str) -> str | None:
+    if token.isdigit():
+        return str(int(token) + 1)
+    if re.fullmatch(r"[a-z]", token):
+        return chr(ord(token) + 1)
+    return None
+
+
+def _span(text: str, path: Sequence[str]) -> tuple[int, int] | None:
+    """Where the sub-unit at ``path`` runs in ``text`` (a top-level unit's text): None when a
+    marker is absent or printed twice (no certainty)."""
+    start, end = 0, len(text)
+    for token in path:
+        hits = list(_marker(token).finditer(text, start, end))
+        if len(hits) != 1:
+            return None
+        open_at = hits[0].start("open")
+        sibling = _next_token(token)
+        close = _marker(sibling).search(text, open_at + 1, end) if sibling else None
+        start, end = open_at, close.start() if close else end
+    return start, end
+
+
+def _point_in_time(row: dict[str, Any], key: str, date: dt.date, text: str,
+                   evidence: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    new = copy.deepcopy(row)
+    new["chunk_id"] = str(uuid.uuid5(NAMESPACE, f"{row['chunk_id']}@{key}"))
+    new["text"] = text
+    new["in_force_from"] = date
+    new["in_force_to"] = None
+    new["amendment"] = {**evidence, "previous": row["chunk_id"]}
+    return new
+
+
+def apply_amendments(
+    rows: Sequence[dict[str, Any]],
+    instructions: Sequence[Instruction],
+    *,
+    by: str,
+    date: dt.date,
+    source: dict[str, Any] | None = None,
+) -> Applied:
+    """``rows`` (one document's chunk rows, each point in time) after the instrument ``by``
+    applies ``instructions`` from ``date``; ``source`` (the instrument's title, sha256) is kept
+    in each new row's evidence."""
+    out = [dict(r) for r in rows]
+    applied = Applied(out)
+
+    def live(r: dict[str, Any]) -> bool:
+        return r.get("in_force_to") is None or r["in_force_to"] > date
+
+    for n, ins in enumerate(instructions, start=1):
+        evidence = {"by": by, "kind": ins.kind, "instruction": ins.words, "page": ins.page,
+                    "date": date.isoformat(), **(source or {})}  # fmt: skip
+        unit = [r for r in out if live(r) and str(r.get("number")) == ins.target.number
+                and ins.target.unit in (None, r.get("unit"))]  # fmt: skip
+        unit.sort(key=lambda r: r["ordinal"])
+        label = ins.target.label(str(unit[0]["unit"]) if unit else "rule")
+        if not unit:
+            applied.problems.append(f"{by}: {ins.kind} of {label}: no such unit in force on "
+                                    f"{date} (\"{ins.words[:160]}\")")  # fmt: skip
+            continue
+        made = _apply_one(out, unit, ins, by, date, evidence, n)
+        if isinstance(made, str):
+            applied.problems.append(f'{by}: {ins.kind} of {label}: {made} ("{ins.words[:160]}")')
+            continue
+        applied.done.append({"label": label, "kind": ins.kind, "page": ins.page,
+                             "instruction": ins.words, "chunks": made})  # fmt: skip
+    return applied
+
+
+_TITLE = re.compile(r"\s*\d{1,3}[A-Z]{0,2}\s*\.\s*(?P<title>[^.\n]{3,150}?)\s*[.:][\-\u2013\u2014]")
+
+
+def _end(row: dict[str, Any], date: dt.date) -> None:
+    row["in_force_to"] = date
+
+
+def _apply_one(
+    out: list[dict[str, Any]],
+    unit: list[dict[str, Any]],
+    ins: Instruction,
+    by: str,
+    date: dt.date,
+    evidence: dict[str, Any],
+    n: int,
+) -> list[str] | str:
+    """Apply one instruction to a unit's live rows in ``out``; the chunk ids it made or ended,
+    or why it cannot be applied with certainty."""
+    path = ins.target.path
+    if not path and ins.kind == "omit":
+        for row in unit:
+            _end(row, date)
+        return [r["chunk_id"] for r in unit]
+    if not path and ins.kind in ("substitute", "insert") and ins.new_text:
+        if ins.kind == "insert":
+            number = re.match(r"\s*(\d{1,3}[A-Z]{0,2})\s*[.\-]", ins.new_text)
+            if not number:
+                return "the inserted unit's number is not printed"
+            anchor = unit[-1] if ins.position == "after" else unit[0]
+            new = _point_in_time(anchor, f"{by}#{n}", date, ins.new_text, evidence)
+            title = _TITLE.match(ins.new_text)
+            new.update(number=number.group(1), legal_path=number.group(1), parent_id=None,
+                       label=f"{str(anchor['unit']).capitalize()} {number.group(1)}",
+                       title=title.group("title").strip() if title else None,
+                       level=0)  # fmt: skip
+            new["section_label"] = new["label"]
+            new["amendment"]["previous"] = None
+            out.append(new)
+            return [new["chunk_id"]]
+        first = unit[0]
+        new = _point_in_time(first, by, date, ins.new_text, evidence)
+        new.update(legal_path=str(first["number"]), label=first["section_label"], parent_id=None,
+                   level=0)  # fmt: skip
+        for row in unit:
+            _end(row, date)
+        out.append(new)
+        return [new["chunk_id"]]
+    if not path and ins.kind == "renumber" and ins.renumbered and ins.renumbered.number:
+        made = []
+        for row in unit:
+            new = _point_in_time(row, by, date, row["text"], evidence)
+            old, to = str(row["number"]), ins.renumbered.number
+            new.update(number=to, legal_path=str(row["legal_path"]).replace(old, to, 1),
+                       label=str(row["label"]).replace(old, to, 1),
+                       section_label=str(row["section_label"]).replace(old, to, 1))  # fmt: skip
+            _end(row, date)
+            out.append(new)
+            made.append(new["chunk_id"])
+        return made
+    # Below the top level, and words: edit the text of the chunk that holds the place.
+    holders = []
+    for row in unit:
+        where = _span(row["text"], path) if path else (0, len(row["text"]))
+        if where is not None:
+            holders.append((row, where))
+    if ins.kind in ("substitute_words", "omit_words"):
+        holders = [(r, w) for r, w in holders if _count(r["text"][w[0] : w[1]], ins.old_words)]
+        if len(holders) != 1:
+            return (f'the words "{ins.old_words}" are not in it' if not holders else
+                    f'the words "{ins.old_words}" are in {len(holders)} of its chunks')  # fmt: skip
+    elif len(holders) != 1:
+        return ("that place is not printed in it" if not holders else
+                "that place is printed in more than one of its chunks")  # fmt: skip
+    row, (start, end) = holders[0]
+    text = row["text"]
+    part = text[start:end]
+    if ins.kind == "substitute_words":
+        part = _replace_words(part, str(ins.old_words), str(ins.new_words))
+    elif ins.kind == "omit_words":
+        part = _replace_words(part, str(ins.old_words), "")
+    elif ins.kind == "substitute" and ins.new_text:
+        part = ins.new_text.rstrip() + ("\n" if part.endswith("\n") else "")
+    elif ins.kind == "omit":
+        part = ""
+    elif ins.kind == "insert" and ins.new_text:
+        part = (f"{part.rstrip()}\n{ins.new_text}\n" if ins.position == "after"
+                else f"{ins.new_text}\n{part}")  # fmt: skip
+    elif ins.kind == "renumber" and ins.renumbered and ins.renumbered.path:
+        old, to = path[-1], ins.renumbered.path[-1]
+        part = re.sub(rf"^\(\s*{re.escape(old)}\s*\)", f"({to})", part, count=1)
+    else:
+        return "the instruction's form is not one this reader applies"
+    edited = text[:start] + part + text[end:]
+    if row.get("amendment") and row["amendment"].get("by") == by:
+        row["text"] = edited  # a second instruction of the same instrument: the same point
+        row["amendment"]["instruction"] += f" | {ins.words}"
+        return [row["chunk_id"]]
+    new = _point_in_time(row, by, date, edited, evidence)
+    _end(row, date)
+    out.append(new)
+    return [new["chunk_id"]]
+
+
+def _words_pattern(words: str | None) -> re.Pattern[str]:
+    return re.compile(r"\s+".join(re.escape(w) for w in str(words).split()))
+
+
+def _count(text: str, words: str | None) -> int:
+    return len(_words_pattern(words).findall(text))
+
+
+def _replace_words(text: str, old: str, new: str) -> str:
+    replaced = _words_pattern(old).sub(new.replace("\\", r"\\"), text)
+    return re.sub(r"[ \t]{2,}", " ", replaced) if not new else replaced
+
+
+def repeal(rows: Sequence[dict[str, Any]], date: dt.date) -> list[dict[str, Any]]:
+    """Every unit of a repealed instrument ends on ``date``."""
+    out = [dict(r) for r in rows]
+    for row in out:
+        if row.get("in_force_to") is None or row["in_force_to"] > date:
+            row["in_force_to"] = date
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A partition's instruments, in the order of their dates
+
+_AMENDS = re.compile(r"\bamend|hereinafter\s+referred\s+to\s+as\s+the\s+said", re.I)
+_REPEALS = re.compile(r"\b(?:are|is)\s+hereby\s+repealed|\bshall\s+stand\s+repealed", re.I)
+
+
+def _plain(text: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
+
+
+def _short_title(title: str) -> str:
+    """A registered title up to its year ("... (General) Rules, 2017"), as plain words."""
+    m = re.search(r"^.*?\b(?:1[89]|20)\d\d\b", title)
+    return _plain(m.group(0) if m else title)
+
+
+def named_documents(text: str, titles: dict[str, str], formula: re.Pattern[str]) -> list[str]:
+    """The registered documents whose short titles ``text`` names near ``formula`` (the
+    instrument's own words: "to amend the ... Rules, 2017"), longest title first."""
+    found = []
+    plain = _plain(text)
+    if not formula.search(text):
+        return []
+    for key, title in sorted(titles.items(), key=lambda kv: -len(kv[1])):
+        short = _short_title(title)
+        if len(short.split()) >= 3 and short in plain:
+            found.append(key)
+            plain = plain.replace(short, " ")  # a longer title's words are not a shorter one's
+    return found
+
+
+@dataclass(frozen=True)
+class Instrument:
+    """An amending or repealing document of a partition: its key, title, sha256, date (its
+    own "shall come into force on", else the registry's) and what it amends and repeals."""
+
+    key: str
+    title: str
+    sha256: str | None
+    effective_date: dt.date
+    pages: tuple[tuple[int, str], ...]
+    amends: tuple[str, ...] = ()
+    repeals: tuple[str, ...] = ()
+
+
+@dataclass
+class PartitionAmendments:
+    rows: list[dict[str, Any]]
+    done: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    repealed: list[dict[str, Any]] = field(default_factory=list)
+
+
+def instrument_of(
+    key: str,
+    title: str,
+    sha256: str | None,
+    effective_date: dt.date,
+    pages: Sequence[tuple[int, str]],
+    *,
+    amends: Sequence[str],
+    repeals: Sequence[str],
+    titles: dict[str, str],
+) -> Instrument | None:
+    """The document as an instrument: what its registry entry says it amends and repeals, else
+    what its own text names ("to amend the X Rules, 2017", "the Y Regulations, 2021 are hereby
+    repealed"); None when it does neither."""
+    text = "\n".join(t for _, t in pages)
+    others = {k: t for k, t in titles.items() if k != key}
+    amended = tuple(amends) or tuple(named_documents(text[:4000], others, _AMENDS)
+                                     if _SPEAKS.search(text) else ())  # fmt: skip
+    repealed = tuple(repeals) or tuple(
+        k for k in named_documents(text, others, _REPEALS) if k not in amended
+    )
+    if not amended and not repealed:
+        return None
+    date = in_force_on(text) or effective_date
+    return Instrument(key, title, sha256, date, tuple(pages), amended, repealed)
+
+
+def amend_partition(
+    rows: Sequence[dict[str, Any]], instruments: Sequence[Instrument]
+) -> PartitionAmendments:
+    """The partition's chunk rows after its instruments, applied in the order of their dates:
+    the amended units' points in time, the repealed documents' units ended."""
+    result = PartitionAmendments([dict(r) for r in rows])
+    present = {str(r["document_key"]) for r in rows}
+    for inst in sorted(instruments, key=lambda i: (i.effective_date, i.key)):
+        source = {"title": inst.title, "sha256": inst.sha256}
+        if inst.amends:
+            target = inst.amends[0]
+            if len(inst.amends) > 1:
+                result.problems.append(
+                    f"{inst.key}: names {len(inst.amends)} documents it amends; its "
+                    f"instructions are applied to {target} only"
+                )
+            read = read_instructions(inst.pages)
+            result.problems += [
+                f'{inst.key}: an instruction not read: "{p}"' for p in read.problems
+            ]
+            if target not in present:
+                result.problems.append(f"{inst.key}: amends {target}, which has no units in "
+                                       "this load (not registered here, or set aside)")  # fmt: skip
+            elif not read.instructions:
+                result.problems.append(f"{inst.key}: amends {target}, but no instruction of "
+                                       "its text was read")  # fmt: skip
+            else:
+                own = [r for r in result.rows if r["document_key"] == target]
+                applied = apply_amendments(own, read.instructions, by=inst.key,
+                                           date=inst.effective_date, source=source)  # fmt: skip
+                rest = [r for r in result.rows if r["document_key"] != target]
+                result.rows = rest + applied.rows
+                when = inst.effective_date.isoformat()
+                result.done += [
+                    {**d, "by": inst.key, "document": target, "date": when} for d in applied.done
+                ]
+                result.problems += applied.problems
+        for target in inst.repeals:
+            if target not in present:
+                result.problems.append(f"{inst.key}: repeals {target}, which has no units in "
+                                       "this load")  # fmt: skip
+                continue
+            own = [r for r in result.rows if r["document_key"] == target]
+            rest = [r for r in result.rows if r["document_key"] != target]
+            result.rows = rest + repeal(own, inst.effective_date)
+            result.repealed.append({"document": target, "by": inst.key,
+                                    "date": inst.effective_date.isoformat()})  # fmt: skip
+    return result
