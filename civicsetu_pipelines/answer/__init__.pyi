@@ -16,6 +16,7 @@ from .llm import (
 )
 from .questions import (
     QuestionError as QuestionError,
+    parse_as_of as parse_as_of,
 )
 from .ranking import (
     FEATURES as FEATURES,

@@ -256,6 +256,16 @@ class Composer:
                 continue
             pages = self._pages(row)
             parts = split_across_pages(quote, pages)
+            amendment = row.get("amendment") or None
+            printed_in = None
+            if not parts and amendment:  # new words: printed in the amending instrument
+                printed_in = self._instrument_pages(amendment)
+                parts = split_across_pages(quote, printed_in[1]) if printed_in else []
+                if printed_in and not parts:
+                    # a text only the amendment's words made (nowhere printed whole): the
+                    # instruction itself is cited, verbatim on the instrument's page
+                    first = str(amendment.get("instruction") or "").split(" | ")[0]
+                    parts = split_across_pages(first, printed_in[1])
             for page, part in sorted(parts, key=lambda p: -len(p[1]))[:1]:
                 kind, unit = str(row.get("doc_type") or ""), str(row.get("unit") or "")
                 citations.append(
@@ -274,9 +284,30 @@ class Composer:
                         "quote": canonical_flat(part),
                         "source_url": row.get("source_url"),
                         "chunk_id": candidate.chunk_id,
+                        **dated(row, printed_in[0] if printed_in else None),
                     }
                 )
         return citations
+
+    def _instrument_pages(
+        self, amendment: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[int, str]] | None:
+        """The amending instrument's document and the pages where its instruction is printed
+        (its page and the next, where a long new text runs on)."""
+        key, page = str(amendment.get("by") or ""), int(amendment.get("page") or 0)
+        with self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT d.key, d.title, d.source_url, p.page, p.text FROM documents d "
+                "JOIN document_versions v ON v.document_key = d.key AND v.status = 'current' "
+                "JOIN document_pages p ON p.document_key = d.key AND p.sha256 = v.sha256 "
+                "WHERE d.key = %s AND p.page BETWEEN %s AND %s",
+                (key, page, page + 1),
+            )
+            rows = cur.fetchall()
+        if not rows:
+            return None
+        document = {"key": rows[0][0], "title": rows[0][1], "source_url": rows[0][2]}
+        return document, {int(r[3]): str(r[4]) for r in rows}
 
     def _pages(self, row: Mapping[str, Any]) -> dict[int, str]:
         """The stored body text of the unit's pages (a version's pages never change: cached)."""
@@ -390,6 +421,36 @@ def _related(row: Mapping[str, Any]) -> dict[str, Any]:
     return {"jurisdiction": row["jurisdiction"], "document": row["document_key"],
             "label": row["label"], "section": row["section_label"],
             "chunk_id": str(row["chunk_id"])}  # fmt: skip
+
+
+_VERBS = {"substitute": "substituted", "substitute_words": "amended", "insert": "inserted",
+          "omit_words": "amended", "renumber": "renumbered"}  # fmt: skip
+
+
+def dated(row: Mapping[str, Any], printed_in: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What a citation says of its unit's point in time: "as substituted by <instrument>, from
+    <date>" for a unit an amendment made (and, when the quoted words are the instrument's own,
+    the instrument's page is the one cited), "in force until <date>" for a text since
+    amended or repealed."""
+    out: dict[str, Any] = {}
+    amendment = row.get("amendment") or None
+    if amendment:
+        verb = _VERBS.get(str(amendment.get("kind")), "amended")
+        title = amendment.get("title") or amendment.get("by")
+        out["amended"] = {
+            "by": amendment.get("by"),
+            "title": title,
+            "kind": amendment.get("kind"),
+            "from": amendment.get("date"),
+            "instruction": amendment.get("instruction"),
+            "note": f"as {verb} by {title}, from {amendment.get('date')}",
+        }
+        if printed_in is not None:
+            out.update(document=printed_in["key"], document_title=printed_in["title"],
+                       source_url=printed_in["source_url"])  # fmt: skip
+    if row.get("valid_to") is not None:
+        out["in_force_until"] = str(row["valid_to"])
+    return out
 
 
 def refusal(

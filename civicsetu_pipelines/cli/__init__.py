@@ -1,10 +1,11 @@
 """The ``civicsetu`` command line.
 
 The root app is built here from the command modules, one a group: ``runs`` (materialize,
-backfill), ``answers`` (ask, eval), ``corpus`` (stats, inspect, sections), ``services`` (dev, and
-the ``workers`` group), ``db``, ``documents`` and ``graph`` (each a group); ``common`` holds what
-they share. The commands are registered below in the order ``civicsetu --help`` lists them; each
-imports its heavy libraries inside itself, so that ``--help`` stays fast."""
+backfill), ``answers`` (ask, eval), ``corpus`` (stats, inspect, sections, history),
+``services`` (dev, and the ``workers`` group), ``db``, ``documents`` and ``graph`` (each a
+group); ``common`` holds what they share. The commands are registered below in the order
+``civicsetu --help`` lists them; each imports its heavy libraries inside itself, so that
+``--help`` stays fast."""
 
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ app.command("eval")(answers.eval_command)
 app.command()(corpus.stats)
 app.command()(corpus.inspect)
 app.command()(corpus.sections)
+app.command()(corpus.history)
 app.command("compare")(provisions.compare)
 app.command("divergences")(provisions.divergences_command)
 app.command()(services.dev)

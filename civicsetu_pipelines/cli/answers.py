@@ -79,6 +79,11 @@ def ask(
             out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}{shown}, "
                       f"{c['document_title']}, page {c['page']} - {c['source_url']}",
                       markup=False)  # fmt: skip
+            if c.get("amended"):
+                out.print(f"    {c['amended']['note']}", markup=False)
+            if c.get("in_force_until"):
+                out.print(f"    in force until {c['in_force_until']} (since amended or "
+                          "repealed)", markup=False)  # fmt: skip
     if explain and result.get("retrieved"):
         ranker = str(result.get("ranker") or "deterministic")
         if ranker.startswith("learned") and "+" in ranker:

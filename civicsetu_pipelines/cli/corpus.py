@@ -142,11 +142,21 @@ def inspect(
 
 def sections(
     document: Annotated[str, typer.Option("--document", "-d", help="Document key")],
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="YYYY-MM-DD: the units in force on that date")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List label, title and first page of each top-level unit of a document."""
-    from civicsetu_pipelines.store import read_sections
+    """List label, title and first page of each top-level unit of a document; with --as-of, the
+    units in force on that date, each amended one with the instrument that amended it."""
+    from civicsetu_pipelines.answer import QuestionError, parse_as_of
+    from civicsetu_pipelines.store import read_sections, units_in_force
 
+    try:
+        day = parse_as_of(as_of) if as_of else None
+    except QuestionError as exc:
+        console.print(f"[red]--as-of: {exc}[/red]")
+        raise typer.Exit(2) from None
     with connect_store() as conn:
         try:
             units = read_sections(conn, document)
@@ -156,15 +166,58 @@ def sections(
                 "the key with `civicsetu stats`.[/red]"
             )
             raise typer.Exit(2) from None
+        if day is not None:
+            units = units_in_force(conn, document, day)
     rows = [
-        {"label": u["label"], "title": u["title"], "page_start": u["page_start"]} for u in units
-    ]
+        {"label": u["label"], "title": u["title"], "page_start": u["page_start"],
+         **({"in_force_from": str(u["valid_from"]), "in_force_until":
+             str(u["valid_to"]) if u["valid_to"] else None,
+             "amended_by": (u["amendment"] or {}).get("by")} if day is not None else {})}
+        for u in units
+    ]  # fmt: skip
     if as_json:
-        print_json({"document": document, "units": rows})
+        print_json({"document": document, "as_of": as_of, "units": rows})
         return
-    table = Table(title=document)
-    for column in ("label", "title", "page_start"):
+    table = Table(title=f"{document} in force on {day}" if day else document)
+    columns = ["label", "title", "page_start"] + (["in_force_from", "amended_by"] if day else [])
+    for column in columns:
         table.add_column(column)
     for r in rows:
-        table.add_row(r["label"], r["title"], str(r["page_start"]))
+        table.add_row(*(str(r[c] or "") for c in columns))
+    out.print(table)
+
+
+def history(
+    document: Annotated[str, typer.Argument(help="Document key")],
+    label: Annotated[str, typer.Argument(help='The unit, e.g. "Rule 18(2)"')],
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Every version of a unit: its dates, status and source (the document, or the amending
+    instrument with its instruction)."""
+    from civicsetu_pipelines.store import unit_history
+
+    with connect_store() as conn:
+        versions = unit_history(conn, document, label)
+    if not versions:
+        console.print(f"[red]No unit {label!r} in {document!r}: check the labels with "
+                      f"`civicsetu sections -d {document}`[/red]")  # fmt: skip
+        raise typer.Exit(2)
+    rows = [
+        {"label": v["label"], "chunk_id": v["chunk_id"], "valid_from": str(v["valid_from"]),
+         "valid_to": str(v["valid_to"]) if v["valid_to"] else None, "status": v["status"],
+         "source": (f"{v['amendment']['kind']} by {v['amendment']['by']} (page "
+                    f"{v['amendment']['page']})" if v["amendment"] else
+                    f"{document} (sha256 {str(v['sha256'])[:12]}…)"),
+         "instruction": (v["amendment"] or {}).get("instruction"), "text": v["text"]}
+        for v in versions
+    ]  # fmt: skip
+    if as_json:
+        print_json({"document": document, "label": label, "versions": rows})
+        return
+    table = Table(title=f"{label} of {document}: every version")
+    for column in ("label", "from", "to", "status", "source", "text"):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(r["label"], r["valid_from"], r["valid_to"] or "", r["status"], r["source"],
+                      " ".join(r["text"].split())[:200])  # fmt: skip
     out.print(table)

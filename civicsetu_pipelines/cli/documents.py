@@ -39,8 +39,11 @@ def documents_add(
     ] = None,
     amends: Annotated[
         list[str] | None,
-        typer.Option("--amends", help="Key of a document it amends (repeatable): its "
-                     "instructions apply from --effective-from, or the date it names"),
+        typer.Option(
+            "--amends",
+            help="Key of a document it amends (repeatable): its "
+            "instructions apply from --effective-from, or the date it names",
+        ),
     ] = None,  # fmt: skip
     repeals: Annotated[
         list[str] | None,

@@ -5,6 +5,7 @@ Modules, in the order they build on each other:
 * ``references`` -- references and derivation phrases found in the text
 * ``matters`` -- the matters the Act leaves to rules and regulations (its rule-making heads)
 * ``edges`` -- HAS_PART, REFERENCES, DERIVED_FROM and EXTERNAL_REFERENCE edges in Postgres
+* ``amendments`` -- AMENDED_BY and REPEALED_BY: the edges of dated law
 * ``neo4j_mirror`` -- the Neo4j mirror and the neo4j-admin CSV export
 * ``picture`` -- the network picture of a jurisdiction
 

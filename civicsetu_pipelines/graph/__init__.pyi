@@ -1,5 +1,9 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .amendments import (
+    amendment_edges as amendment_edges,
+    served_today as served_today,
+)
 from .edges import (
     build_edges as build_edges,
     citations_of as citations_of,

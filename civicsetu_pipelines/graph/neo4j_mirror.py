@@ -44,7 +44,8 @@ from civicsetu_pipelines.graph.edges import EDGE_FIELDS
 # Snapshot of the Postgres graph
 # --------------------------------------------------------------------------------------------
 
-EDGE_TYPES = ("HAS_PART", "REFERENCES", "DERIVED_FROM", "EXTERNAL_REFERENCE")
+EDGE_TYPES = ("HAS_PART", "REFERENCES", "DERIVED_FROM", "EXTERNAL_REFERENCE", "AMENDED_BY",
+              "REPEALED_BY")  # fmt: skip
 
 DOCUMENT_COLUMNS = ("key", "jurisdiction", "title", "doc_type", "source_url")
 UNIT_COLUMNS = (
@@ -74,8 +75,14 @@ SNAPSHOT_EDGES_SQL = (
     f"SELECT {', '.join(EDGE_COLUMNS)} FROM graph_edges"
     " WHERE %(jurisdiction)s::text IS NULL OR jurisdiction = %(jurisdiction)s ORDER BY edge_id"
 )
+# an edge's end that is not served today (a text an amendment replaced, AMENDED_BY's source):
+# its latest row
 UNITS_BY_ID_SQL = (
-    _UNIT_SELECT + " WHERE status = 'current' AND chunk_id = ANY(%(ids)s::uuid[])" + _ORDER_UNITS
+    f"SELECT {', '.join(UNIT_COLUMNS)} FROM (SELECT DISTINCT ON (chunk_id) chunk_id::text AS "
+    "chunk_id, document_key, "
+    "jurisdiction, doc_type, unit, number, label, section_label, title, page_start, page_end, "
+    "ordinal FROM legal_chunks WHERE chunk_id = ANY(%(ids)s::uuid[]) "
+    "ORDER BY chunk_id, (status = 'current') DESC, valid_from DESC) u" + _ORDER_UNITS
 )
 DOCUMENTS_BY_KEY_SQL = _DOCUMENT_SELECT + " WHERE key = ANY(%(keys)s::text[]) ORDER BY key"
 

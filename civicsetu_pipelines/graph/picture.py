@@ -31,7 +31,8 @@ from matplotlib.patches import FancyArrowPatch
 
 from civicsetu_pipelines.base import figure_png, write_atomic
 
-EDGE_TYPES = ("DERIVED_FROM", "REFERENCES", "HAS_PART", "EXTERNAL_REFERENCE")
+EDGE_TYPES = ("DERIVED_FROM", "REFERENCES", "HAS_PART", "EXTERNAL_REFERENCE", "AMENDED_BY",
+              "REPEALED_BY")  # fmt: skip
 DRAWN_TYPES = ("REFERENCES", "DERIVED_FROM")  # drawn in this order: derivations on top
 MAX_MARKDOWN_BYTES = 400_000
 DPI = 100

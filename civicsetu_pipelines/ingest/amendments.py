@@ -24,6 +24,7 @@ from __future__ import annotations
 import calendar
 import copy
 import datetime as dt
+import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -345,7 +346,7 @@ def apply_amendments(
     source: dict[str, Any] | None = None,
 ) -> Applied:
     """``rows`` (one document's chunk rows, each point in time) after the instrument ``by``
-    applies ``instructions`` from ``date``; ``source`` (the instrument's title, sha256) is kept
+    applies ``instructions`` from ``date``; ``source`` (the instrument's title) is kept
     in each new row's evidence."""
     out = [dict(r) for r in rows]
     applied = Applied(out)
@@ -368,6 +369,12 @@ def apply_amendments(
         if isinstance(made, str):
             applied.problems.append(f'{by}: {ins.kind} of {label}: {made} ("{ins.words[:160]}")')
             continue
+        for row in out:  # the units below a unit's new point in time hang from it
+            previous = (row.get("amendment") or {}).get("previous")
+            if row["chunk_id"] in made and previous:
+                for child in out:
+                    if child.get("parent_id") == previous and live(child):
+                        child["parent_id"] = row["chunk_id"]
         applied.done.append({"label": label, "kind": ins.kind, "page": ins.page,
                              "instruction": ins.words, "chunks": made})  # fmt: skip
     return applied
@@ -376,8 +383,16 @@ def apply_amendments(
 _TITLE = re.compile(r"\s*\d{1,3}[A-Z]{0,2}\s*\.\s*(?P<title>[^.\n]{3,150}?)\s*[.:][\-\u2013\u2014]")
 
 
-def _end(row: dict[str, Any], date: dt.date) -> None:
+def _end(row: dict[str, Any], date: dt.date, flag: str | None = None) -> None:
+    """``row`` ends on ``date``; ``flag`` ("ended_by:<key>", "repealed_by:<key>") names what
+    ended it in its flags (the graph's AMENDED_BY / REPEALED_BY read it)."""
     row["in_force_to"] = date
+    if flag:
+        flags = row.get("flags") or []
+        listed = json.loads(flags) if isinstance(flags, str) else list(flags)
+        if flag not in listed:
+            listed.append(flag)
+        row["flags"] = json.dumps(listed) if isinstance(flags, str) else listed
 
 
 def _apply_one(
@@ -392,9 +407,10 @@ def _apply_one(
     """Apply one instruction to a unit's live rows in ``out``; the chunk ids it made or ended,
     or why it cannot be applied with certainty."""
     path = ins.target.path
+    ended = f"ended_by:{by}"
     if not path and ins.kind == "omit":
         for row in unit:
-            _end(row, date)
+            _end(row, date, ended)
         return [r["chunk_id"] for r in unit]
     if not path and ins.kind in ("substitute", "insert") and ins.new_text:
         if ins.kind == "insert":
@@ -417,7 +433,7 @@ def _apply_one(
         new.update(legal_path=str(first["number"]), label=first["section_label"], parent_id=None,
                    level=0)  # fmt: skip
         for row in unit:
-            _end(row, date)
+            _end(row, date, ended)
         out.append(new)
         return [new["chunk_id"]]
     if not path and ins.kind == "renumber" and ins.renumbered and ins.renumbered.number:
@@ -428,7 +444,7 @@ def _apply_one(
             new.update(number=to, legal_path=str(row["legal_path"]).replace(old, to, 1),
                        label=str(row["label"]).replace(old, to, 1),
                        section_label=str(row["section_label"]).replace(old, to, 1))  # fmt: skip
-            _end(row, date)
+            _end(row, date, ended)
             out.append(new)
             made.append(new["chunk_id"])
         return made
@@ -471,7 +487,7 @@ def _apply_one(
         row["amendment"]["instruction"] += f" | {ins.words}"
         return [row["chunk_id"]]
     new = _point_in_time(row, by, date, edited, evidence)
-    _end(row, date)
+    _end(row, date, ended)
     out.append(new)
     return [new["chunk_id"]]
 
@@ -489,12 +505,12 @@ def _replace_words(text: str, old: str, new: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", replaced) if not new else replaced
 
 
-def repeal(rows: Sequence[dict[str, Any]], date: dt.date) -> list[dict[str, Any]]:
-    """Every unit of a repealed instrument ends on ``date``."""
+def repeal(rows: Sequence[dict[str, Any]], date: dt.date, by: str) -> list[dict[str, Any]]:
+    """Every unit of a repealed instrument ends on ``date`` (repealed by ``by``)."""
     out = [dict(r) for r in rows]
     for row in out:
         if row.get("in_force_to") is None or row["in_force_to"] > date:
-            row["in_force_to"] = date
+            _end(row, date, f"repealed_by:{by}")
     return out
 
 
@@ -532,12 +548,11 @@ def named_documents(text: str, titles: dict[str, str], formula: re.Pattern[str])
 
 @dataclass(frozen=True)
 class Instrument:
-    """An amending or repealing document of a partition: its key, title, sha256, date (its
+    """An amending or repealing document of a partition: its key, title, date (its
     own "shall come into force on", else the registry's) and what it amends and repeals."""
 
     key: str
     title: str
-    sha256: str | None
     effective_date: dt.date
     pages: tuple[tuple[int, str], ...]
     amends: tuple[str, ...] = ()
@@ -555,7 +570,6 @@ class PartitionAmendments:
 def instrument_of(
     key: str,
     title: str,
-    sha256: str | None,
     effective_date: dt.date,
     pages: Sequence[tuple[int, str]],
     *,
@@ -576,7 +590,7 @@ def instrument_of(
     if not amended and not repealed:
         return None
     date = in_force_on(text) or effective_date
-    return Instrument(key, title, sha256, date, tuple(pages), amended, repealed)
+    return Instrument(key, title, date, tuple(pages), amended, repealed)
 
 
 def amend_partition(
@@ -587,7 +601,7 @@ def amend_partition(
     result = PartitionAmendments([dict(r) for r in rows])
     present = {str(r["document_key"]) for r in rows}
     for inst in sorted(instruments, key=lambda i: (i.effective_date, i.key)):
-        source = {"title": inst.title, "sha256": inst.sha256}
+        source = {"title": inst.title}
         if inst.amends:
             target = inst.amends[0]
             if len(inst.amends) > 1:
@@ -623,7 +637,7 @@ def amend_partition(
                 continue
             own = [r for r in result.rows if r["document_key"] == target]
             rest = [r for r in result.rows if r["document_key"] != target]
-            result.rows = rest + repeal(own, inst.effective_date)
+            result.rows = rest + repeal(own, inst.effective_date, inst.key)
             result.repealed.append({"document": target, "by": inst.key,
                                     "date": inst.effective_date.isoformat()})  # fmt: skip
     return result

@@ -168,8 +168,9 @@ class DocumentSpec(BaseModel):
         default=(), description="Units in force later than effective_date, and from when."
     )
     amends: tuple[str, ...] = Field(
-        default=(), description="Keys of the documents whose units this one amends (its "
-        "instructions are read from its text and applied from its date)."
+        default=(),
+        description="Keys of the documents whose units this one amends (its "
+        "instructions are read from its text and applied from its date).",
     )
     repeals: tuple[str, ...] = Field(
         default=(), description="Keys of the documents this one repeals whole, from its date."

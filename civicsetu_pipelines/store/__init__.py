@@ -7,6 +7,7 @@ Modules, in the order they build on each other:
 * ``onnx_model`` -- the model exported once to ONNX and run without torch
 * ``legal_chunks`` -- the versioned pgvector table legal_chunks and the embedding cache
 * ``catalog`` -- the document catalog, its units and stored page texts
+* ``points_in_time`` -- the law of a day: units in force on a date, a unit's versions
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

@@ -52,6 +52,7 @@ from .legal_chunks import (
     row_sha256 as row_sha256,
     rows_without_vectors as rows_without_vectors,
     scope_rows as scope_rows,
+    served_on as served_on,
     set_vectors as set_vectors,
     store_setting as store_setting,
     store_stats as store_stats,
@@ -61,4 +62,8 @@ from .onnx_model import (
     ensure_onnx_model as ensure_onnx_model,
     export_pending as export_pending,
     verify_export as verify_export,
+)
+from .points_in_time import (
+    unit_history as unit_history,
+    units_in_force as units_in_force,
 )

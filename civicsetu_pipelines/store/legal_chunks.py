@@ -14,6 +14,9 @@ back, and two loads of one jurisdiction run one after the other. Within it:
 * chunk rows are upserted: new rows inserted, changed rows updated, unchanged rows untouched;
   rows that vanished from a version are superseded; a row in force later than its document (a
   unit a commencement notification brought into force, ``in_force_from``) is valid from then;
+* a unit an amending or repealing instrument ended (``in_force_to``) is superseded from that
+  day, and the point in time an amendment made (``amendment``, its evidence) is current from
+  its ``in_force_from`` (``scheduled`` until then);
 * documents no longer in the registry are retired the same way (never left current);
 * documents that failed this run are not touched: their previous data stays served.
 """
@@ -44,6 +47,8 @@ CHUNK_FIELDS = (
 STAGE_FIELDS = (
     *CHUNK_FIELDS, "row_sha256", "content_sha256", "model_id", "embedding", "embedding_windows",
     "in_force_from",  # a unit in force later than its document (a commencement notification)
+    "in_force_to",  # a unit an amending or repealing instrument ended, from that day
+    "amendment",  # a point in time an amending instrument made: its evidence (JSON)
 )  # fmt: skip
 
 
@@ -218,7 +223,7 @@ CREATE TEMP TABLE stage_chunks (
     text text, page_start integer, page_end integer, char_start integer, char_end integer,
     parent_id uuid, ordinal integer, level integer, flags jsonb, row_sha256 text,
     content_sha256 text, model_id text, embedding vector, embedding_windows integer,
-    in_force_from date
+    in_force_from date, in_force_to date, amendment jsonb
 ) ON COMMIT DROP
 """
 
@@ -227,13 +232,17 @@ INSERT INTO legal_chunks (
     chunk_id, document_key, jurisdiction, doc_type, unit, number, legal_path, label,
     section_label, title, chapter, text, page_start, page_end, char_start, char_end, parent_id,
     ordinal, level, flags, row_sha256, content_sha256, model_id, embedding, embedding_windows,
-    version_id, status, valid_from, valid_to
+    version_id, status, valid_from, valid_to, amendment
 )
 SELECT chunk_id, document_key, jurisdiction, doc_type, unit, number, legal_path, label,
        section_label, title, chapter, text, page_start, page_end, char_start, char_end,
        parent_id, ordinal, level, flags, row_sha256, content_sha256, model_id, embedding,
-       embedding_windows, %(version_id)s, 'current',
-       GREATEST(%(valid_from)s::date, COALESCE(in_force_from, %(valid_from)s::date)), NULL
+       embedding_windows, %(version_id)s,
+       CASE WHEN in_force_to <= %(today)s::date THEN 'superseded'
+            WHEN amendment IS NOT NULL AND in_force_from > %(today)s::date THEN 'scheduled'
+            ELSE 'current' END,
+       GREATEST(%(valid_from)s::date, COALESCE(in_force_from, %(valid_from)s::date)),
+       in_force_to, amendment
 FROM stage_chunks WHERE document_key = %(document_key)s
 ON CONFLICT (chunk_id, version_id) DO UPDATE SET
     doc_type = EXCLUDED.doc_type, unit = EXCLUDED.unit, number = EXCLUDED.number,
@@ -245,11 +254,13 @@ ON CONFLICT (chunk_id, version_id) DO UPDATE SET
     ordinal = EXCLUDED.ordinal, level = EXCLUDED.level, flags = EXCLUDED.flags,
     row_sha256 = EXCLUDED.row_sha256, content_sha256 = EXCLUDED.content_sha256,
     model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
-    embedding_windows = EXCLUDED.embedding_windows, status = 'current', valid_to = NULL,
-    valid_from = EXCLUDED.valid_from, updated_at = now()
+    embedding_windows = EXCLUDED.embedding_windows, status = EXCLUDED.status,
+    valid_to = EXCLUDED.valid_to, valid_from = EXCLUDED.valid_from,
+    amendment = EXCLUDED.amendment, updated_at = now()
 WHERE (legal_chunks.row_sha256, legal_chunks.model_id, legal_chunks.status,
-       legal_chunks.valid_from)
-      IS DISTINCT FROM (EXCLUDED.row_sha256, EXCLUDED.model_id, 'current', EXCLUDED.valid_from)
+       legal_chunks.valid_from, legal_chunks.valid_to, legal_chunks.amendment)
+      IS DISTINCT FROM (EXCLUDED.row_sha256, EXCLUDED.model_id, EXCLUDED.status,
+                        EXCLUDED.valid_from, EXCLUDED.valid_to, EXCLUDED.amendment)
 RETURNING (xmax = 0) AS inserted
 """
 
@@ -265,6 +276,8 @@ def _stage(cur: psycopg.Cursor[Any], chunks: Sequence[dict[str, Any]]) -> None:
                 value = chunk.get(name)
                 if name == "flags" and not isinstance(value, str):
                     value = json.dumps(value or [])
+                elif name == "amendment" and value is not None and not isinstance(value, str):
+                    value = json.dumps(value)
                 elif name == "embedding" and value is not None:
                     value = np.asarray(value, dtype=np.float32)
                 values.append(value)
@@ -303,7 +316,7 @@ def load_partition(
         for doc in documents:
             version_id, valid_from = _version_for(cur, jurisdiction, doc, today, stats)
             cur.execute(_UPSERT, {"version_id": version_id, "valid_from": valid_from,
-                                  "document_key": doc.document_key})  # fmt: skip
+                                  "document_key": doc.document_key, "today": today})  # fmt: skip
             flags = [row[0] for row in cur.fetchall()]
             stats.inserted += sum(1 for f in flags if f)
             stats.updated += sum(1 for f in flags if not f)
@@ -416,6 +429,15 @@ def set_vectors(
 
 # ---------------------------------------------------------------------------------------------
 # Reading
+
+
+def served_on(row: dict[str, Any], day: dt.date) -> bool:
+    """Whether a staged chunk row is current when loaded on ``day`` (the status the load gives
+    it): not ended by then, and not a point in time an amendment makes later."""
+    ends, starts = row.get("in_force_to"), row.get("in_force_from")
+    if ends is not None and ends <= day:
+        return False
+    return not (row.get("amendment") and starts is not None and starts > day)
 
 
 def in_force_clause(as_of: dt.date | None, alias: str = "") -> tuple[str, tuple[Any, ...]]:

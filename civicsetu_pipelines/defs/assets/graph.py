@@ -15,6 +15,7 @@ from civicsetu_pipelines.graph import (
     ActTitles,
     MatterIndex,
     UnitIndex,
+    amendment_edges,
     build_edges,
     document_rows,
     export_csv,
@@ -22,6 +23,7 @@ from civicsetu_pipelines.graph import (
     read_snapshot,
     render_network,
     replace_edges,
+    served_today,
     stored_act_chunks,
     sync_to_neo4j,
 )
@@ -74,7 +76,8 @@ def graph_edges(
     postgres: PostgresResource,
     corpus: CorpusResource,
 ):
-    """HAS_PART, REFERENCES, DERIVED_FROM and EXTERNAL_REFERENCE edges with their evidence
+    """HAS_PART, REFERENCES, DERIVED_FROM, EXTERNAL_REFERENCE, AMENDED_BY and REPEALED_BY
+    edges with their evidence
     (chunk, offsets, quoted phrase), replaced per jurisdiction in one transaction. In a state's
     rules, "section N" resolves to the RERA Act's section N (read from the store). A rule
     derives from the Act section its opening names; rules naming none take the curated table
@@ -82,7 +85,11 @@ def graph_edges(
     jurisdiction = context.partition_key
     registry = load_registry()
     act_key = act_document_key()
-    chunks = section_chunks.to_dict("records")
+    rows = section_chunks.to_dict("records")
+    # the graph of what is served today; the amended and repealed texts keep their AMENDED_BY
+    # and REPEALED_BY edges (history)
+    chunks = [r for r in rows if served_today(r)]
+    dated = amendment_edges(rows)
     with postgres.connect() as conn:
         # The graph is the graph of what is served: a document this run did not load (its
         # fetch failed, or it was set aside by a blocking check) keeps its previous rows, so
@@ -134,6 +141,7 @@ def graph_edges(
                 matters, {label: title or "" for label, (title, _) in sections.items()}
             ),
         )
+        build.edges += dated
         written = replace_edges(conn, jurisdiction, build.edges, document_rows(build))
     counts = Counter(edge.edge_type for edge in build.edges)
     rates = {key: round(build.unresolved_rate(key), 4) for key in sorted(build.internal)}

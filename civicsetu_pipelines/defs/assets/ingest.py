@@ -22,8 +22,10 @@ from civicsetu_pipelines.ingest import (
     DocumentSpec,
     PdfError,
     TableSchema,
+    amend_partition,
     chunk_rows,
     fetch_rows,
+    instrument_of,
     load_registry,
     page_records,
     parse_rows_cached,
@@ -35,6 +37,21 @@ from civicsetu_pipelines.ingest import (
 # forms cite but it lacks is a missing REFERENCES target (graph_edges:missing_targets, named
 # with where it is cited); `civicsetu inspect` still shows it.
 GRAPH_CHECKED = frozenset({"cited_units"})
+
+
+# Kinds whose text is read for amending or repealing instructions when the registry names none
+AMENDING_KINDS = frozenset({"notification", "order", "rules", "regulations", "circular"})
+
+
+def _dated(row: dict[str, Any]) -> dict[str, Any]:
+    """A chunk row with its point in time as Parquet keeps it: ISO dates (None: the document's
+    own), the amendment's evidence as JSON."""
+    out = dict(row)
+    for name in ("in_force_from", "in_force_to"):
+        value = out.get(name)
+        out[name] = value.isoformat() if value is not None else None
+    out["amendment"] = json.dumps(out["amendment"]) if out.get("amendment") else None
+    return out
 
 
 def _specs(jurisdiction: str) -> list[DocumentSpec]:
@@ -237,6 +254,15 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
     check_specs=[
         *_check_specs("section_chunks", CHUNKS),
         dg.AssetCheckSpec(
+            "amendments_applied",
+            asset="section_chunks",
+            description=(
+                "Every instruction of an amending instrument (registry `amends:` or named in "
+                "its text) was read and applied with certainty; one that was not is named with "
+                "its words, and changes nothing"
+            ),
+        ),
+        dg.AssetCheckSpec(
             "documents_set_aside",
             asset="section_chunks",
             description=(
@@ -275,6 +301,8 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
     registry = load_registry()
     chunks: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
+    instruments = []
+    titles = {s.key: s.title for s in registry.documents(context.partition_key)}
     ok = parsed_pages[parsed_pages["error"].isna()] if not parsed_pages.empty else parsed_pages
     for key, group in ok.groupby("document_key", sort=True):
         spec = registry.get(str(key))
@@ -286,6 +314,22 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
             f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
             f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
         )
+        if spec.amends or spec.repeals or str(spec.doc_type) in AMENDING_KINDS:
+            instrument = instrument_of(
+                spec.key, spec.title, spec.effective_date,
+                [(int(p["page"]), str(p["text"] or "")) for p in pages],
+                amends=spec.amends, repeals=spec.repeals, titles=titles,
+            )  # fmt: skip
+            if instrument is not None:
+                instruments.append(instrument)
+    # Amending and repealing instruments: the units they change get points in time
+    amended = amend_partition(chunks, instruments)
+    chunks = [_dated(row) for row in amended.rows]
+    for done in amended.done:
+        context.log.info(f"{done['by']}: {done['kind']} {done['label']} of {done['document']} "
+                         f"from {done['date']} (page {done['page']})")  # fmt: skip
+    for problem in amended.problems:
+        context.log.warning(problem)
     # A defect stays in its document: one whose own chunks fail a blocking check is set
     # aside (named, flagged in document_structure and the catalog; its previous rows stay
     # served), and the partition's other documents go on to load.
@@ -318,6 +362,19 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
         },
     )
     yield from _check_results(CHUNKS, chunk_frame, "section_chunks")
+    yield dg.AssetCheckResult(
+        asset_key="section_chunks",
+        check_name="amendments_applied",
+        passed=not amended.problems,
+        severity=dg.AssetCheckSeverity.WARN,
+        description="; ".join(amended.problems)[:1000] or None,
+        metadata={
+            "instruments": dg.MetadataValue.json([i.key for i in instruments]),
+            "applied": dg.MetadataValue.json(amended.done),
+            "repealed": dg.MetadataValue.json(amended.repealed),
+            "problems": dg.MetadataValue.json(amended.problems),
+        },
+    )
     yield dg.AssetCheckResult(
         asset_key="section_chunks",
         check_name="documents_set_aside",

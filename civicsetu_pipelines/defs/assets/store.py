@@ -4,6 +4,7 @@ Thin wrappers over :mod:`civicsetu_pipelines.store.embedding` and
 :mod:`civicsetu_pipelines.store.legal_chunks`.
 """
 
+import datetime as dt
 import json
 import time
 from typing import Any
@@ -29,12 +30,14 @@ from civicsetu_pipelines.store import (
     prepare,
     row_sha256,
     rows_without_vectors,
+    served_on,
     set_vectors,
     store_setting,
     text_sha256,
 )
 
 EMBEDDING_TAGS = {"civicsetu/embedding": "true"}
+POINT_IN_TIME = ("in_force_from", "in_force_to", "amendment")  # section_chunks' dating columns
 
 
 def _check(name: str, asset: str, description: str, blocking: bool = False) -> dg.AssetCheckSpec:
@@ -191,14 +194,17 @@ def legal_chunks(
     rows: list[dict[str, Any]] = []
     for row in merged.to_dict("records"):
         row["flags"] = json.loads(row["flags"]) if isinstance(row["flags"], str) else row["flags"]
-        for name in ("number", "title", "chapter", "parent_id"):
+        for name in ("number", "title", "chapter", "parent_id", *POINT_IN_TIME):
             if row.get(name) is not None and row[name] != row[name]:  # NaN from Parquet
                 row[name] = None
+        for name in ("in_force_from", "in_force_to"):  # an amendment's point in time
+            row[name] = dt.date.fromisoformat(row[name]) if row.get(name) else None
         row["row_sha256"] = row_sha256(row)
         spec = commencing.get(row["document_key"])
-        if spec is not None and row.get("number"):
+        if spec is not None and row.get("number") and not row.get("amendment"):
             row["in_force_from"] = spec.in_force_from(str(row["number"]))
         rows.append(row)
+    today = dt.date.today()
     started = time.monotonic()
     with postgres.connect() as conn:
         ensure_model(conn, config.model_id, config.dimension)
@@ -208,6 +214,7 @@ def legal_chunks(
             registry_keys=[spec.key for spec in registry.documents(jurisdiction)],
             documents=documents,
             chunks=rows,
+            today=today,
         )
         seconds = time.monotonic() - started
         # After a model switch, superseded rows need vectors of the new model too.
@@ -223,7 +230,8 @@ def legal_chunks(
                     for (row_id, *_rest), text in zip(stale, stale_texts, strict=True)
                 ],
             )
-        checks = _store_checks(conn, jurisdiction, sorted(loaded), len(rows), config)
+        serving = sum(served_on(row, today) for row in rows)
+        checks = _store_checks(conn, jurisdiction, sorted(loaded), serving, config)
     context.log.info(
         f"{jurisdiction}: {stats.inserted} inserted, {stats.updated} updated, "
         f"{stats.unchanged} unchanged, {stats.superseded} superseded in {seconds:.2f}s"
