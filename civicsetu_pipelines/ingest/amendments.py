@@ -517,6 +517,9 @@ def repeal(rows: Sequence[dict[str, Any]], date: dt.date, by: str) -> list[dict[
 # ---------------------------------------------------------------------------------------------
 # A partition's instruments, in the order of their dates
 
+# Kinds whose text is read for amending or repealing words when the registry names none (an Act
+# that repeals the Ordinance it replaced is not an instrument of this corpus's)
+AMENDING_KINDS = frozenset({"notification", "order", "rules", "regulations", "circular"})
 _AMENDS = re.compile(r"\bamend|hereinafter\s+referred\s+to\s+as\s+the\s+said", re.I)
 _REPEALS = re.compile(r"\b(?:are|is)\s+hereby\s+repealed|\bshall\s+stand\s+repealed", re.I)
 
@@ -531,18 +534,21 @@ def _short_title(title: str) -> str:
     return _plain(m.group(0) if m else title)
 
 
+NEAR = 400  # characters around an "amend" / "hereby repealed" where a title must be named
+
+
 def named_documents(text: str, titles: dict[str, str], formula: re.Pattern[str]) -> list[str]:
-    """The registered documents whose short titles ``text`` names near ``formula`` (the
-    instrument's own words: "to amend the ... Rules, 2017"), longest title first."""
+    """The registered documents whose short titles ``text`` names within NEAR characters of
+    ``formula`` (the instrument's own words: "to amend the ... Rules, 2017", "... Regulations,
+    2021 are hereby repealed"), longest title first."""
+    windows = " | ".join(_plain(text[max(0, m.start() - NEAR) : m.end() + NEAR])
+                         for m in formula.finditer(text))  # fmt: skip
     found = []
-    plain = _plain(text)
-    if not formula.search(text):
-        return []
     for key, title in sorted(titles.items(), key=lambda kv: -len(kv[1])):
         short = _short_title(title)
-        if len(short.split()) >= 3 and short in plain:
+        if len(short.split()) >= 3 and short in windows:
             found.append(key)
-            plain = plain.replace(short, " ")  # a longer title's words are not a shorter one's
+            windows = windows.replace(short, " ")  # a longer title's words are not a shorter's
     return found
 
 
@@ -573,13 +579,16 @@ def instrument_of(
     effective_date: dt.date,
     pages: Sequence[tuple[int, str]],
     *,
+    kind: str,
     amends: Sequence[str],
     repeals: Sequence[str],
     titles: dict[str, str],
 ) -> Instrument | None:
     """The document as an instrument: what its registry entry says it amends and repeals, else
     what its own text names ("to amend the X Rules, 2017", "the Y Regulations, 2021 are hereby
-    repealed"); None when it does neither."""
+    repealed", read in the kinds of AMENDING_KINDS only); None when it does neither."""
+    if kind not in AMENDING_KINDS and not amends and not repeals:
+        return None
     text = "\n".join(t for _, t in pages)
     others = {k: t for k, t in titles.items() if k != key}
     amended = tuple(amends) or tuple(named_documents(text[:4000], others, _AMENDS)

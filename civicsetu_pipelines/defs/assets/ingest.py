@@ -39,10 +39,6 @@ from civicsetu_pipelines.ingest import (
 GRAPH_CHECKED = frozenset({"cited_units"})
 
 
-# Kinds whose text is read for amending or repealing instructions when the registry names none
-AMENDING_KINDS = frozenset({"notification", "order", "rules", "regulations", "circular"})
-
-
 def _dated(row: dict[str, Any]) -> dict[str, Any]:
     """A chunk row with its point in time as Parquet keeps it: ISO dates (None: the document's
     own), the amendment's evidence as JSON."""
@@ -314,14 +310,13 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
             f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
             f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
         )
-        if spec.amends or spec.repeals or str(spec.doc_type) in AMENDING_KINDS:
-            instrument = instrument_of(
-                spec.key, spec.title, spec.effective_date,
-                [(int(p["page"]), str(p["text"] or "")) for p in pages],
-                amends=spec.amends, repeals=spec.repeals, titles=titles,
-            )  # fmt: skip
-            if instrument is not None:
-                instruments.append(instrument)
+        instrument = instrument_of(
+            spec.key, spec.title, spec.effective_date,
+            [(int(p["page"]), str(p["text"] or "")) for p in pages], kind=str(spec.doc_type),
+            amends=spec.amends, repeals=spec.repeals, titles=titles,
+        )  # fmt: skip
+        if instrument is not None:
+            instruments.append(instrument)
     # Amending and repealing instruments: the units they change get points in time
     amended = amend_partition(chunks, instruments)
     chunks = [_dated(row) for row in amended.rows]

@@ -1,0 +1,251 @@
+"""Amendments and repeals as dated law (issue 30): an amending notification's instructions read
+from its own words and applied to the units it names as points in time, on generated text and
+on generated PDFs parsed as the pipeline parses them; a missing unit, a place printed twice and
+an unread paragraph reported by name; a repeal ending every unit; the corpus unchanged."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from civicsetu_pipelines.ingest.amendments import (
+    Address,
+    amend_partition,
+    apply_amendments,
+    in_force_on,
+    instrument_of,
+    read_address,
+    read_instructions,
+)
+from civicsetu_pipelines.ingest.documents import chunk_rows, page_records, parse_rows
+from civicsetu_pipelines.ingest.registry import DocumentSpec
+from civicsetu_pipelines_tests.pdfgen import write_pdf
+
+RULES_TITLE = "Mizoram Real Estate (Regulation and Development) Rules, 2018"
+RULES = [
+    ("Short title and commencement", ["These rules may be called the Mizoram Real Estate "
+     "(Regulation and Development) Rules, 2018."]),
+    ("Definitions", ["In these rules, unless the context otherwise requires, the Act means the "
+     "Real Estate (Regulation and Development) Act, 2016."]),
+    ("Fee for registration", ["(1) The application shall be made in Form A.",
+     "(2) The promoter shall pay a fee of ten rupees per square meter."]),
+    ("Books of account", ["The promoter shall keep the books of account of the project at its "
+     "registered office."]),
+    ("Display of the registration", ["The promoter shall display the registration number at "
+     "the site of the project."]),
+    ("Duties of real estate agents", ["(1) A real estate agent shall,-", "(a) keep books;",
+     "(b) file returns;", "(c) display his registration number in every advertisement.",
+     "(2) A real estate agent shall not mislead an allottee.",
+     "(3) A real estate agent shall help the allottee at the time of booking."]),
+    ("Timelines for refund", ["Any refund of monies payable by the promoter shall be payable "
+     "to the allottee within forty-five days from the date on which it becomes due."]),
+    ("Interest payable by promoter and allottee", ["(1) Interest is payable under sections 12, "
+     "18 and 19 of the Act.", "(2) The rate of interest shall be the State Bank of India "
+     "highest marginal cost of lending rate plus two per cent.",
+     "(3) The interest shall be paid within the time the refund is due."]),
+]  # fmt: skip
+AMENDMENT_TITLE = "Mizoram Real Estate (Regulation and Development) (Amendment) Rules, 2024"
+AMENDMENT = [
+    "GOVERNMENT OF MIZORAM",
+    "URBAN DEVELOPMENT AND POVERTY ALLEVIATION DEPARTMENT",
+    "NOTIFICATION",
+    "The Governor of Mizoram hereby makes the following rules further to amend the Mizoram Real "
+    "Estate (Regulation and Development) Rules, 2018, namely:-",
+    f"1. Short title and commencement.- (1) These rules may be called the {AMENDMENT_TITLE}.",
+    "(2) They shall come into force on the 1st day of April, 2024.",
+    "2. In rule 7 of the Mizoram Real Estate (Regulation and Development) Rules, 2018 "
+    "(hereinafter referred to as the said rules), for the words \u201cforty-five days\u201d, "
+    "the words \u201cthirty days\u201d shall be substituted.",
+    "3. In rule 8 of the said rules, for sub-rule (2), the following sub-rule shall be "
+    "substituted, namely:-",
+    "\u201c(2) The rate of interest shall be the State Bank of India highest marginal cost of "
+    "lending rate plus three per cent.\u201d.",
+    "4. After rule 4 of the said rules, the following rule shall be inserted, namely:-",
+    "\u201c4A. Quarterly progress report.- The promoter shall upload a quarterly progress report "
+    "of the project on the website of the Authority.\u201d.",
+    "5. Rule 5 of the said rules shall be omitted.",
+    "6. In rule 6 of the said rules,-",
+    "(a) in sub-rule (1), clause (c) shall be omitted;",
+    "(b) sub-rule (3) shall be renumbered as sub-rule (4).",
+]
+MISSING = "7. In rule 40 of the said rules, sub-rule (2) shall be omitted."
+APRIL = dt.date(2024, 4, 1)
+
+
+def rules_pages() -> list[list[str]]:
+    rows = ["GOVERNMENT OF MIZORAM", "NOTIFICATION",
+            "The Governor of Mizoram makes the following rules, namely:-"]  # fmt: skip
+    for n, (title, paragraphs) in enumerate(RULES, 1):
+        rows += [f"{n}. {title}.\u2014 {paragraphs[0]}", *paragraphs[1:]]
+    return [rows]
+
+
+def _spec(key: str, title: str, kind: str, day: str, path: Path) -> DocumentSpec:
+    return DocumentSpec(
+        key=key, title=title, jurisdiction="MIZORAM", doc_type=kind, effective_date=day,
+        source_url=path.as_uri(), filename=path.name,
+    )  # fmt: skip
+
+
+def _parsed(spec: DocumentSpec, path: Path) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    pages = page_records(parse_rows(spec, path, ocr=False))
+    rows, _report = chunk_rows(spec, pages)
+    return rows, [(int(p["page"]), str(p["text"])) for p in pages]
+
+
+@pytest.fixture(scope="module")
+def mizoram(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The generated rules and their amending notification, parsed as the pipeline parses."""
+    folder = tmp_path_factory.mktemp("mizoram")
+    rules_pdf = write_pdf(folder / "rules.pdf", rules_pages())
+    amendment_pdf = write_pdf(folder / "amendment.pdf", [[*AMENDMENT, MISSING]])
+    rules = _spec("mizoram_rules_2018", RULES_TITLE, "rules", "2018-05-01", rules_pdf)
+    amendment = _spec("mizoram_amendment_2024", AMENDMENT_TITLE, "notification", "2024-03-15",
+                      amendment_pdf)  # fmt: skip
+    rule_rows, _ = _parsed(rules, rules_pdf)
+    amendment_rows, amendment_pages = _parsed(amendment, amendment_pdf)
+    titles = {rules.key: RULES_TITLE, amendment.key: AMENDMENT_TITLE}
+    instrument = instrument_of(amendment.key, AMENDMENT_TITLE, amendment.effective_date,
+                               amendment_pages, kind="notification", amends=(), repeals=(),
+                               titles=titles)  # fmt: skip
+    return {"rules": rule_rows, "amendment": amendment_rows, "instrument": instrument}
+
+
+def _live(rows: list[dict[str, Any]], day: dt.date) -> dict[str, str]:
+    """The text of each rule in force on ``day``, by label."""
+    out: dict[str, str] = {}
+    for row in sorted(rows, key=lambda r: r["ordinal"]):
+        starts = row.get("in_force_from") or dt.date.min
+        ends = row.get("in_force_to") or dt.date.max
+        if row["document_key"] == "mizoram_rules_2018" and starts <= day < ends:
+            out[row["section_label"]] = out.get(row["section_label"], "") + row["text"]
+    return {k: " ".join(v.split()) for k, v in out.items()}
+
+
+def test_addresses_read_inside_out_and_outside_in() -> None:
+    assert read_address("clause (a) of sub-rule (2) of rule 18") == Address(
+        "rule", "18", ("2", "a")
+    )
+    assert read_address("rule 18, in sub-rule (2)") == Address("rule", "18", ("2",))
+    assert read_address("regulation 5") == Address("regulation", "5", ())
+    assert read_address("sub-rule (3)") == Address(None, None, ("3",))
+    assert in_force_on("They shall come into force on the 1st day of April, 2024.") == APRIL
+    assert in_force_on("shall come into force with effect from 01.04.2024") == APRIL
+    assert in_force_on("They shall come into force on the date of publication") is None
+
+
+def test_every_kind_of_instruction_is_read_with_its_words_and_page(mizoram: dict[str, Any]) -> None:
+    instrument = mizoram["instrument"]
+    assert instrument is not None, "the notification names the rules it amends in its own words"
+    assert instrument.amends == ("mizoram_rules_2018",) and instrument.effective_date == APRIL
+    read = read_instructions(instrument.pages)
+    kinds = [(i.kind, i.target.label()) for i in read.instructions]
+    assert kinds == [("substitute_words", "Rule 7"), ("substitute", "Rule 8(2)"),
+                     ("insert", "Rule 4"), ("omit", "Rule 5"), ("omit", "Rule 6(1)(c)"),
+                     ("renumber", "Rule 6(3)"), ("omit", "Rule 40(2)")]  # fmt: skip
+    words = read.instructions[0]
+    assert (words.old_words, words.new_words, words.page) == ("forty-five days", "thirty days", 1)
+    assert read.instructions[1].new_text is not None
+    assert read.instructions[1].new_text.startswith("(2) The rate of interest")
+    assert read.instructions[2].new_text.startswith("4A. Quarterly progress report")  # type: ignore[union-attr]
+    assert read.problems == []
+
+
+def test_applied_instructions_make_points_in_time_and_name_what_they_cannot_apply(
+    mizoram: dict[str, Any],
+) -> None:
+    result = amend_partition(mizoram["rules"] + mizoram["amendment"], [mizoram["instrument"]])
+    before, after = _live(result.rows, dt.date(2024, 3, 31)), _live(result.rows, APRIL)
+    assert "forty-five days" in before["Rule 7"] and "thirty days" in after["Rule 7"]
+    assert "forty-five days" not in after["Rule 7"]
+    assert "plus two per cent" in before["Rule 8"] and "plus three per cent" in after["Rule 8"]
+    assert "plus two per cent" not in after["Rule 8"] and "(3) The interest" in after["Rule 8"]
+    assert "Rule 4A" not in before and "quarterly progress report" in after["Rule 4A"]
+    assert "Rule 5" in before and "Rule 5" not in after  # omitted
+    assert "display his registration number" in before["Rule 6"]
+    assert "display his registration number" not in after["Rule 6"]
+    assert "(4) A real estate agent shall help" in after["Rule 6"]
+    assert before["Rule 3"] == after["Rule 3"]  # a rule nothing names is untouched
+    # each new point in time carries its evidence; the text it replaced ends on the date
+    made = [r for r in result.rows if r.get("amendment")]
+    assert {r["section_label"] for r in made} == {"Rule 4A", "Rule 6", "Rule 7", "Rule 8"}
+    for row in made:
+        assert row["in_force_from"] == APRIL and row["amendment"]["by"] == "mizoram_amendment_2024"
+        assert row["amendment"]["page"] == 1 and row["amendment"]["instruction"]
+    ended = [r for r in result.rows if r.get("in_force_to") == APRIL]
+    assert {r["section_label"] for r in ended} == {"Rule 5", "Rule 6", "Rule 7", "Rule 8"}
+    assert all(any(f.startswith("ended_by:") for f in json.loads(r["flags"])) for r in ended)
+    # the unit it names but the rules lack: reported loudly, by name and words, nothing guessed
+    (problem,) = result.problems
+    assert "Rule 40(2)" in problem and "no such unit" in problem and "rule 40" in problem
+    assert len(result.done) == 6
+
+
+def test_a_place_printed_twice_or_words_not_there_change_nothing() -> None:
+    row = {"chunk_id": "c1", "document_key": "d", "unit": "rule", "number": "3",
+           "legal_path": "3", "label": "Rule 3", "section_label": "Rule 3", "ordinal": 1,
+           "level": 0, "flags": "[]", "parent_id": None,
+           "text": "3. Fees.- (1) A fee.\n(2) Another fee.\n(2) Printed twice."}  # fmt: skip
+    text = (
+        "2. In rule 3 of the said rules, sub-rule (2) shall be omitted.\n3. In rule 3 of the "
+        "said rules, for the words \u201cninety days\u201d, the words \u201cten days\u201d "
+        "shall be substituted.\n4. In rule 3 of the said rules, in the proviso, for the "
+        "existing text the following shall be substituted, namely:- \u201cProvided that no "
+        "fee is due.\u201d."
+    )
+    read = read_instructions([(2, text)])
+    assert [i.kind for i in read.instructions] == ["omit", "substitute_words"]
+    assert read.problems and "proviso" in read.problems[0]  # spoke of amending, matched nothing
+    applied = apply_amendments([row], read.instructions, by="x", date=APRIL)
+    assert applied.rows == [row] and not applied.done
+    assert "more than one" in applied.problems[0] or "not printed" in applied.problems[0]
+    assert "ninety days" in applied.problems[1]
+
+
+def test_a_repeal_ends_every_unit_of_the_repealed_instrument(mizoram: dict[str, Any]) -> None:
+    pages = [(1, "The Mizoram Real Estate (Regulation and Development) Rules, 2018 are hereby "
+                 "repealed. These regulations shall come into force on the 1st day of April, "
+                 "2024.")]  # fmt: skip
+    titles = {"mizoram_rules_2018": RULES_TITLE, "mizoram_general_regulations_2024": "x"}
+    instrument = instrument_of("mizoram_general_regulations_2024", "Mizoram General Regulations, "
+                               "2024", dt.date(2024, 1, 1), pages, kind="regulations", amends=(),
+                               repeals=(),
+                               titles=titles)  # fmt: skip
+    assert instrument is not None and instrument.repeals == ("mizoram_rules_2018",)
+    result = amend_partition(mizoram["rules"], [instrument])
+    assert all(r["in_force_to"] == APRIL for r in result.rows)
+    assert _live(result.rows, APRIL) == {} and _live(result.rows, dt.date(2024, 3, 1))
+    assert result.repealed == [
+        {
+            "document": "mizoram_rules_2018",
+            "by": "mizoram_general_regulations_2024",
+            "date": "2024-04-01",
+        }
+    ]
+
+
+def test_no_corpus_document_reads_as_an_amending_instrument() -> None:
+    """Nothing in the shipped corpus amends or repeals another: every document's text is read
+    and no instrument is found (so nothing served changes)."""
+    from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+    from civicsetu_pipelines.ingest.registry import load_registry
+
+    if not DEFAULT_MIRROR.is_dir():
+        pytest.skip(f"corpus missing at {DEFAULT_MIRROR}")
+    registry = load_registry(include_seed=False)
+    import pymupdf
+
+    for jurisdiction in registry.jurisdictions():
+        specs = registry.documents(jurisdiction)
+        titles = {s.key: s.title for s in specs}
+        for spec in specs:
+            with pymupdf.open(DEFAULT_MIRROR / str(spec.filename)) as doc:
+                pages = [(n, page.get_text()) for n, page in enumerate(doc, start=1)]
+            found = instrument_of(spec.key, spec.title, spec.effective_date, pages,
+                                  kind=str(spec.doc_type), amends=spec.amends,
+                                  repeals=spec.repeals, titles=titles)  # fmt: skip
+            assert found is None, (spec.key, found.amends if found else None)
