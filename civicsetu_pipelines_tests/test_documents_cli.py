@@ -12,6 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from civicsetu_pipelines_tests.amending_documents import (
+    AMENDMENT,
+    AMENDMENT_TITLE,
+    MISSING,
+    RULES_TITLE,
+    rules_pages,
+)
 from civicsetu_pipelines_tests.conftest import Processes
 from civicsetu_pipelines_tests.pdfgen import (
     encrypted_pdf,
@@ -209,5 +216,69 @@ def test_a_real_gazette_of_a_state_the_code_never_named_goes_end_to_end(
         assert row.returncode == 0, row.stderr
         (provision,) = json.loads(row.stdout)
         assert provision["jurisdiction"] == "BIHAR" and provision["matter"] == matter
-        assert provision["status"] in {"found", "not_found"}
-        assert (provision["quote"] is not None) == (provision["status"] == "found")
+        assert provision["status"] in {"found", "act", "not_found"}
+        assert (provision["quote"] is not None) == (provision["status"] != "not_found")
+
+
+def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_date(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A state's rules and, later, the notification amending them, each added with `documents
+    add` (the notification names the rules it amends in its own words: no --amends) and
+    materialized: from the notification's date the amended text is served and cited "as
+    substituted by ...", before it the original; `history`, `sections --as-of` and the graph
+    say so; the instruction naming a rule the rules lack is reported, and changes nothing."""
+    rules_pdf = write_pdf(tmp_path / "mizoram_rules.pdf", rules_pages())
+    notice_pdf = write_pdf(tmp_path / "mizoram_amendment.pdf", [[*AMENDMENT, MISSING]])
+    for pdf, kind, title, day in (
+        (rules_pdf, "rules", RULES_TITLE, "2018-05-01"),
+        (notice_pdf, "notification", AMENDMENT_TITLE, "2024-03-15"),
+    ):
+        added = _run(["documents", "add", str(pdf), "-j", "Mizoram", "--kind", kind, "--title",
+                      title, "--effective-from", day], env)  # fmt: skip
+        assert added.returncode == 0, added.stderr
+    rules = "mizoram_real_estate_regulation_and_development_rules_2018"
+    notice = "mizoram_real_estate_regulation_and_development_amendment_rules_2024"
+    run = _run(["materialize", "-j", "MIZORAM", "--no-reports", "--json"], env)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "Rule 40(2)" in run.stdout + run.stderr  # the instruction it could not apply
+
+    def ask(question: str, *extra: str) -> dict[str, object]:
+        asked = _run(["ask", question, "-j", "MIZORAM", "--json", *extra], env)
+        assert asked.returncode == 0, asked.stderr
+        result = json.loads(asked.stdout)
+        assert result["status"] == "answered", result
+        return result
+
+    refund = "Within how many days must the promoter pay a refund to the allottee?"
+    before = ask(refund, "--as-of", "2024-03-31")
+    (old,) = [c for c in before["citations"] if c["label"] == "Rule 7"]  # type: ignore[union-attr]
+    assert "forty-five days" in old["quote"] and old["document"] == rules
+    assert old["in_force_until"] == "2024-04-01" and "amended" not in old
+    after = ask(refund)
+    (new,) = [c for c in after["citations"] if c["label"] == "Rule 7"]  # type: ignore[union-attr]
+    # the words only the amendment made are printed nowhere whole: its instruction is cited
+    assert "thirty days" in new["quote"] and "shall be substituted" in new["quote"]
+    assert new["document"] == notice and new["page"] == 1
+    assert new["amended"]["note"] == f"as amended by {AMENDMENT_TITLE}, from 2024-04-01"
+    rate = ask("What is the rate of interest payable by the promoter?")
+    quoted = " ".join(str(c["quote"]) for c in rate["citations"])  # type: ignore[union-attr]
+    assert "plus three per cent" in quoted and "plus two per cent" not in quoted
+
+    history = json.loads(_run(["history", rules, "Rule 7", "--json"], env).stdout)["versions"]
+    assert [(v["valid_from"], v["valid_to"]) for v in history] == [
+        ("2018-05-01", "2024-04-01"), ("2024-04-01", None)]  # fmt: skip
+    assert history[1]["source"].startswith(f"substitute_words by {notice}")
+    then = json.loads(_run(["sections", "-d", rules, "--as-of", "2020-01-01", "--json"],
+                           env).stdout)["units"]  # fmt: skip
+    now = json.loads(_run(["sections", "-d", rules, "--as-of", "2025-01-01", "--json"],
+                          env).stdout)["units"]  # fmt: skip
+    assert [u["label"] for u in then] == ["Preamble", *(f"Rule {n}" for n in range(1, 9))]
+    assert [u["label"] for u in now] == ["Preamble", "Rule 1", "Rule 2", "Rule 3", "Rule 4",
+                                         "Rule 4A", "Rule 6", "Rule 7", "Rule 8"]  # fmt: skip
+    assert {u["label"]: u["amended_by"] for u in now}["Rule 8"] == notice
+
+    exported = _run(["graph", "export", "--out", str(tmp_path / "graph"), "-j", "MIZORAM"], env)
+    assert exported.returncode == 0, exported.stderr
+    edges = "".join(p.read_text() for p in (tmp_path / "graph").rglob("*.csv"))
+    assert "AMENDED_BY" in edges

@@ -151,9 +151,10 @@ def add_document(
         "status": status,
         "notes": f"added with `civicsetu documents add` on {dt.date.today().isoformat()} "
         f"from {path}",
-        "amends": list(amends) or None,
-        "repeals": list(repeals) or None,
     }
+    for name, keys in (("amends", amends), ("repeals", repeals)):
+        if keys:
+            entry[name] = list(keys)
     try:
         spec = DocumentSpec.model_validate(entry)
     except ValueError as exc:
