@@ -75,14 +75,16 @@ SNAPSHOT_EDGES_SQL = (
     f"SELECT {', '.join(EDGE_COLUMNS)} FROM graph_edges"
     " WHERE %(jurisdiction)s::text IS NULL OR jurisdiction = %(jurisdiction)s ORDER BY edge_id"
 )
-# an edge's end that is not served today (a text an amendment replaced, AMENDED_BY's source):
-# its latest row
 UNITS_BY_ID_SQL = (
+    _UNIT_SELECT + " WHERE status = 'current' AND chunk_id = ANY(%(ids)s::uuid[])" + _ORDER_UNITS
+)
+# the source of an AMENDED_BY edge that is not served today (a text an amendment replaced or
+# omitted: the history the edge records): its latest row
+PAST_UNITS_BY_ID_SQL = (
     f"SELECT {', '.join(UNIT_COLUMNS)} FROM (SELECT DISTINCT ON (chunk_id) chunk_id::text AS "
-    "chunk_id, document_key, "
-    "jurisdiction, doc_type, unit, number, label, section_label, title, page_start, page_end, "
-    "ordinal FROM legal_chunks WHERE chunk_id = ANY(%(ids)s::uuid[]) "
-    "ORDER BY chunk_id, (status = 'current') DESC, valid_from DESC) u" + _ORDER_UNITS
+    "chunk_id, document_key, jurisdiction, doc_type, unit, number, label, section_label, title, "
+    "page_start, page_end, ordinal FROM legal_chunks WHERE chunk_id = ANY(%(ids)s::uuid[]) "
+    "ORDER BY chunk_id, valid_from DESC) u" + _ORDER_UNITS
 )
 DOCUMENTS_BY_KEY_SQL = _DOCUMENT_SELECT + " WHERE key = ANY(%(keys)s::text[]) ORDER BY key"
 
@@ -144,6 +146,11 @@ def read_snapshot(conn: psycopg.Connection[Any], jurisdiction: str | None = None
                     wanted.add(str(end))
         if wanted:
             units += _fetch(cur, UNITS_BY_ID_SQL, {"ids": sorted(wanted)})
+        unit_ids = {str(u["chunk_id"]) for u in units}
+        past = {str(e["source_id"]) for e in edges if e["edge_type"] == "AMENDED_BY"
+                and str(e["source_id"]) not in unit_ids and _is_uuid(e["source_id"])}  # fmt: skip
+        if past:
+            units += _fetch(cur, PAST_UNITS_BY_ID_SQL, {"ids": sorted(past)})
         doc_keys = {str(d["key"]) for d in documents}
         missing_docs = {str(u["document_key"]) for u in units} - doc_keys
         if missing_docs:
