@@ -147,8 +147,9 @@ def sections(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """List label, title and first page of each top-level unit of a document; with --as-of, the
-    units in force on that date, each amended one with the instrument that amended it."""
+    """List label, title and first page of each top-level unit of a document as printed; with
+    --as-of, the units in force on that date, each amended one with the instrument that amended
+    it."""
     from civicsetu_pipelines.answer import QuestionError, parse_as_of
     from civicsetu_pipelines.store import read_sections, units_in_force
 

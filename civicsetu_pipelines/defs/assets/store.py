@@ -248,6 +248,9 @@ def legal_chunks(
             "rows_per_second": round(len(rows) / seconds, 1) if seconds else 0.0,
             "model_id": config.model_id,
             "re_embedded_past_rows": len(stale),
+            # amendments and repeals (section_chunks' amendments_applied check has the detail)
+            "amended_points_in_time": sum(1 for row in rows if row.get("amendment")),
+            "ended_by_instruments": sum(1 for row in rows if row.get("in_force_to")),
         }
     )
     yield from checks
