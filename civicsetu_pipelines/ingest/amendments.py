@@ -43,7 +43,8 @@ _WORD = r"(?:sub-?(?:rule|regulation|section|paragraph|clause)|rule|regulation|s
         r"paragraph|clause|item)s?"  # fmt: skip
 _NUM = r"\(?\s*[0-9]{1,3}[A-Z]{0,2}\s*\)?|\(\s*[a-z]{1,2}[A-Z]?\s*\)|\(\s*[ivxlc]{1,6}\s*\)"
 _ONE = rf"{_WORD}\s*(?:{_NUM})"
-ADDRESS = rf"{_ONE}(?:\s*,?\s*(?:of|in)\s+(?:the\s+said\s+\w+\s*,?\s*)?{_ONE})*"
+_THE_SAID = r"the\s+(?:said|principal)\s+\w+"  # "the said rules", "the principal regulations"
+ADDRESS = rf"{_ONE}(?:\s*,?\s*(?:of|in)\s+(?:{_THE_SAID}\s*,?\s*)?{_ONE})*"
 _ONE_RE = re.compile(rf"(?P<word>{_WORD})\s*(?P<num>{_NUM})", re.IGNORECASE)
 
 
@@ -118,7 +119,7 @@ class AmendingText:
 
 _Q = "\"\u201c\u201d\u2018\u2019'`"
 _QUOTED = rf"[{_Q}]\s*(?P<{{name}}>[^{_Q}]+?)\s*[{_Q}]"
-_SAID = r"(?:\s+of\s+the\s+said\s+\w+)?"
+_SAID = rf"(?:\s+of\s+{_THE_SAID})?"
 _NAMELY = r"(?:,?\s*namely\s*)?[:.\-\u2013\u2014,;]*\s*"
 _FORMULAE = [
     ("substitute_words", re.compile(
@@ -137,10 +138,10 @@ _FORMULAE = [
         rf"(?P<pos>after|before)\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following\s+[\w\s-]{{1,40}}?"
         rf"\s+shall\s+be\s+inserted{_NAMELY}(?P<new>.+)", re.I | re.S)),
     ("renumber", re.compile(
-        rf"(?P<addr>{ADDRESS})\s*(?:of\s+the\s+said\s+\w+\s*)?shall\s+be\s+re-?numbered\s+as\s+"
+        rf"(?P<addr>{ADDRESS}){_SAID}\s*shall\s+be\s+re-?numbered\s+as\s+"
         rf"(?P<to>{ADDRESS})", re.I)),
     ("omit", re.compile(
-        rf"(?P<addr>{ADDRESS})\s*(?:of\s+the\s+said\s+\w+\s*)?shall\s+be\s+omitted", re.I)),
+        rf"(?P<addr>{ADDRESS}){_SAID}\s*shall\s+be\s+omitted", re.I)),
 ]  # fmt: skip
 # a paragraph or lettered item that amends: "2. In rule 18 of the said rules, ..." / "(a) in ..."
 _PARAGRAPH = re.compile(r"(?:^|\n)\s*(?P<n>\d{1,3})\s*\.\s+", re.M)
@@ -174,14 +175,19 @@ def in_force_on(text: str) -> dt.date | None:
         return None
 
 
+_SIGNED = re.compile(r"\n\s*(?:By\s+order|By\s+command|\[?\s*F\.?\s*No\b)", re.I)
+
+
 def _new_text(raw: str) -> str:
     """The quoted new text of a substitution or insertion: inside its quotes when it is quoted
-    (up to the quote that closes a line), the text's own lines kept."""
+    (up to the quote that closes a line), the text's own lines kept; unquoted, up to the
+    notification's signature ("By order of the Governor")."""
     text = raw.strip()
     if text[:1] and text[0] in _Q:
         close = _CLOSE_QUOTE.search(text, 1)
         return (text[1 : close.start()] if close else text[1:]).strip()
-    return text
+    signed = _SIGNED.search(text)
+    return (text[: signed.start()] if signed else text).strip()
 
 
 _OPEN_QUOTE = re.compile(rf"namely\s*[:.\-\u2013\u2014,]*\s*(?=[{_Q}])", re.I)
@@ -215,7 +221,15 @@ def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
     quoted = _quoted(text)
     instructions: list[Instruction] = []
     problems: list[str] = []
-    bounds = [m.start() for m in _PARAGRAPH.finditer(text) if _outside(m.start(), quoted)]
+    # the instrument's paragraphs run 1, 2, 3 ...: a number out of that run opens the new text
+    # of an unquoted substitution ("16. Timelines for refund ..."), not a paragraph
+    bounds: list[int] = []
+    last: int | None = None
+    for m in _PARAGRAPH.finditer(text):
+        n = int(m.group("n"))
+        if _outside(m.start(), quoted) and (last is None or n == last + 1):
+            bounds.append(m.start())
+            last = n
     for a, b in zip(bounds, [*bounds[1:], len(text)], strict=True):
         paragraph = text[a:b]
         if not _SPEAKS.search(paragraph):
@@ -278,6 +292,8 @@ def _read_piece(piece: str, outer: Address | None, page: int) -> Instruction | N
         if kind == "omit":
             return Instruction(kind, target, words, page)
         position = m.group("pos").lower() if kind == "insert" else None
+        if not _new_text(m.group("new")).strip(" .,;:-\u2013\u2014"):
+            return None  # "namely:-" and nothing after it
         return Instruction(kind, target, words, page, new_text=_new_text(m.group("new")),
                            position=position)  # fmt: skip
     return None

@@ -199,3 +199,35 @@ def test_no_corpus_document_reads_as_an_amending_instrument() -> None:
                                   kind=str(spec.doc_type), amends=spec.amends,
                                   repeals=spec.repeals, titles=titles)  # fmt: skip
             assert found is None, (spec.key, found.amends if found else None)
+
+
+def test_other_drafting_styles_read_the_same_way() -> None:
+    """ "The principal rules", a chain of "in"s, figures, a heading per paragraph, and new text
+    printed without quotes (its own number out of the instrument's run, up to the signature)."""
+    text = (
+        "In exercise of the powers conferred by section 84 of the Act (16 of 2016), the "
+        "Government makes the following rules further to amend the X Rules, 2017, namely:-\n"
+        "1. Short title and commencement.- (1) These rules may be called the X (Amendment) "
+        "Rules, 2019.\n(2) They shall come into force with effect from 1st April, 2019.\n"
+        "2. Amendment of rule 3.- In the X Rules, 2017 (hereinafter referred to as the "
+        'principal rules), in rule 3, in sub-rule (3), in clause (a), for the figures "5", the '
+        'figures "10" shall be substituted.\n'
+        "3. In rule 4 of the principal rules, after sub-rule (2), the following sub-rule shall "
+        "be inserted, namely:-\n(2A) The promoter shall also file a quarterly report.\n"
+        '4. In rule 5 of the principal rules, in sub-rule (1), the words "and the Authority" '
+        "shall be omitted.\n"
+        "5. For rule 16 of the principal rules, the following rule shall be substituted, "
+        "namely:\u2014\n16. Timelines for refund.- Any refund shall be paid within thirty days.\n"
+        "By order of the Governor,\nSecretary to Government\n"
+    )
+    read = read_instructions([(1, text)])
+    assert read.in_force_on == dt.date(2019, 4, 1) and read.problems == []
+    got = [(i.kind, i.target.label(), i.old_words, i.new_words, i.new_text)
+           for i in read.instructions]  # fmt: skip
+    assert got == [
+        ("substitute_words", "Rule 3(3)(a)", "5", "10", None),
+        ("insert", "Rule 4(2)", None, None, "(2A) The promoter shall also file a quarterly report."),
+        ("omit_words", "Rule 5(1)", "and the Authority", None, None),
+        ("substitute", "Rule 16", None, None,
+         "16. Timelines for refund.- Any refund shall be paid within thirty days."),
+    ]  # fmt: skip
