@@ -226,7 +226,8 @@ def test_other_drafting_styles_read_the_same_way() -> None:
            for i in read.instructions]  # fmt: skip
     assert got == [
         ("substitute_words", "Rule 3(3)(a)", "5", "10", None),
-        ("insert", "Rule 4(2)", None, None, "(2A) The promoter shall also file a quarterly report."),
+        ("insert", "Rule 4(2)", None, None,
+         "(2A) The promoter shall also file a quarterly report."),
         ("omit_words", "Rule 5(1)", "and the Authority", None, None),
         ("substitute", "Rule 16", None, None,
          "16. Timelines for refund.- Any refund shall be paid within thirty days."),
