@@ -38,6 +38,7 @@ from civicsetu_pipelines.store.legal_chunks import (
     DocumentVersionInput,
     LoadStats,
     StoreError,
+    chunk_filters,
     column_dimension,
     ensure_model,
     explain_nearest,
@@ -1042,3 +1043,36 @@ def test_load_rejects_chunks_of_documents_without_a_version(store_db: str) -> No
             chunks=synthetic_chunks("doc_b", "GUJARAT", 2),
         )
     assert rows_of(store_db) == [] and versions_of(store_db) == []
+
+
+def test_an_amendment_dated_later_is_scheduled_then_current_and_the_text_it_replaces_ends(
+    store_db: str,
+) -> None:
+    """A point in time an amendment makes from a later date is loaded 'scheduled' (the text it
+    replaces stays current, valid until then); loaded again on or after its date, it is current
+    and the old text superseded; the law of a day reads the right one either side."""
+    key, jurisdiction, day = "doc_a", "GUJARAT", dt.date(2030, 1, 1)
+    chunks = synthetic_chunks(key, jurisdiction, 3)
+    old = chunks[1]
+    new = {
+        **old,
+        "chunk_id": str(uuid.uuid5(uuid.NAMESPACE_URL, "amended")),
+        "in_force_from": day,
+        "text": "Rule 2 as amended.",
+        "amendment": {"by": "notice", "date": str(day)},
+    }
+    new["row_sha256"] = row_sha256(new)
+    dated = [chunks[0], {**old, "in_force_to": day}, new, chunks[2]]
+    load(store_db, jurisdiction, [doc_version(key, "v1")], dated, today=dt.date(2029, 6, 1))
+    status = {r["chunk_id"]: (r["status"], r["valid_to"]) for r in rows_of(store_db)}
+    assert status[old["chunk_id"]] == ("current", day) and status[new["chunk_id"]][0] == "scheduled"
+    with connect(store_db) as conn:
+        for as_of, text in ((dt.date(2029, 12, 31), old["text"]), (day, "Rule 2 as amended.")):
+            where, params = chunk_filters([jurisdiction], as_of)
+            served = conn.execute(f"SELECT text FROM legal_chunks c WHERE {where} AND "
+                                  "c.label = 'Rule 2'", params).fetchall()  # fmt: skip
+            assert served == [(text,)]
+    load(store_db, jurisdiction, [doc_version(key, "v1")], dated, today=day)
+    status = {r["chunk_id"]: (r["status"], r["valid_to"]) for r in rows_of(store_db)}
+    assert status[old["chunk_id"]] == ("superseded", day)
+    assert status[new["chunk_id"]] == ("current", None)
