@@ -4,6 +4,7 @@ from .amendments import (
     Instrument as Instrument,
     PartitionAmendments as PartitionAmendments,
     amend_partition as amend_partition,
+    amendable_titles as amendable_titles,
     instrument_of as instrument_of,
     read_instructions as read_instructions,
 )

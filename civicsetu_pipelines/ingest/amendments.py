@@ -145,8 +145,12 @@ _FORMULAE = [
 ]  # fmt: skip
 # a paragraph or lettered item that amends: "2. In rule 18 of the said rules, ..." / "(a) in ..."
 _PARAGRAPH = re.compile(r"(?:^|\n)\s*(?P<n>\d{1,3})\s*\.\s+", re.M)
-_ITEM = re.compile(r"(?:^|\n|[:\-\u2013\u2014]\s)\s*\((?P<n>[a-z]{1,2}|[ivx]{1,5})\)\s+(?=[a-z])")
+_ITEM = re.compile(
+    r"(?:^|\n|[:\-\u2013\u2014]\s)\s*\((?P<n>[a-zA-Z]{1,2}|[ivx]{1,5})\)\s+(?=[a-z])"
+)
 _SPEAKS = re.compile(r"shall\s+be\s+(?:substituted|inserted|omitted|re-?numbered)", re.I)
+# a piece that names one of the verbs is an instruction: read, or reported (never skipped)
+_VERB = re.compile(r"\b(?:substituted|inserted|omitted|re-?numbered)\b", re.I)
 _CONTEXT = re.compile(rf"^\s*(?:in|to)\s+(?P<addr>{ADDRESS})", re.I)
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _FORCE = re.compile(
@@ -232,7 +236,7 @@ def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
             last = n
     for a, b in zip(bounds, [*bounds[1:], len(text)], strict=True):
         paragraph = text[a:b]
-        if not _SPEAKS.search(paragraph):
+        if not _VERB.search(paragraph):
             continue
         head = _PARAGRAPH.match(paragraph)
         at = a + (head.end() if head else 0)
@@ -245,58 +249,97 @@ def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
         pieces = ([(body[m.end() : n.start() if n else len(body)], m.end())
                    for m, n in zip(items, [*items[1:], None], strict=True)]
                   if items else [(body, 0)])  # fmt: skip
+        carry = outer  # an item that only gives an address ("in section 84,-") carries it on
         for piece, offset in pieces:
-            if not _SPEAKS.search(piece):
+            if not _VERB.search(piece):
+                local = _CONTEXT.match(piece)
+                address = read_address(local.group("addr")) if local else None
+                carry = address.under(outer) if address is not None else carry
                 continue
-            found = _read_piece(piece, outer, page_at(at + offset))
+            found = _read_piece(piece, carry, page_at(at + offset))
             if found is None:
                 problems.append(_flat(piece)[:300])
             else:
-                instructions.append(found)
+                instructions.extend(found)
     return AmendingText(instructions, problems, in_force_on(text))
 
 
 _IN = re.compile(rf"\b(?:in|to)\s+(?P<addr>{ADDRESS})", re.I)
 
 
-def _read_piece(piece: str, outer: Address | None, page: int) -> Instruction | None:
+_LIST = re.compile(
+    rf"(?P<word>{_WORD})\s*(?P<items>\(\s*\w{{1,4}}\s*\)(?:\s*,\s*\(\s*\w{{1,4}}\s*\))*"
+    r"\s*and\s*\(\s*\w{1,4}\s*\))\s*shall\s+be\s+omitted",
+    re.I,
+)  # "clauses (a), (b) and (g) shall be omitted": one omission per item
+
+
+def _here(piece: str, end: int, outer: Address | None) -> Address | None:
+    """The address a piece gives before ``end``: "In rule 16 ..., in sub-rule (1), for ..."."""
+    here = outer
+    for near in _IN.finditer(piece, 0, end):
+        found = read_address(near.group("addr"))
+        if found is not None:
+            here = found.under(here) if found.number is None else found
+    if here is not None and outer is not None and here.number is None:
+        here = here.under(outer)
+    return here
+
+
+def _read_piece(piece: str, outer: Address | None, page: int) -> list[Instruction] | None:
+    """Every instruction of a piece, in order (a piece may hold several: "(A) for clause (a)
+    ... (B) after clause (o) ..."); None when one of its formulae cannot be read whole."""
     words = _flat(piece)
-    for kind, pattern in _FORMULAE:
-        m = pattern.search(piece)
-        if not m:
+    found: list[Instruction] = []
+    at = 0
+    while True:
+        hits = [(m.start(), order, kind, m) for order, (kind, pattern) in enumerate(_FORMULAE)
+                if (m := pattern.search(piece, at))]  # fmt: skip
+        listed = _LIST.search(piece, at)
+        if listed and (not hits or listed.start() <= min(hits)[0]):
+            here = _here(piece, listed.start(), outer)
+            word = listed.group("word").lower().rstrip("s")
+            for item in re.findall(r"\(\s*(\w{1,4})\s*\)", listed.group("items")):
+                target = read_address(f"{word} ({item})")
+                if target is None or here is None:
+                    return None
+                found.append(Instruction("omit", target.under(here), words, page))
+            at = listed.end()
             continue
-        # the address the piece gives before its formula: "In rule 16 ..., in sub-rule (1), for"
-        here = outer
-        for near in _IN.finditer(piece, 0, m.start()):
-            found = read_address(near.group("addr"))
-            if found is not None:
-                here = found.under(here) if found.number is None else found
-        if here is not None and outer is not None and here.number is None:
-            here = here.under(outer)
+        if not hits:
+            break
+        _, _, kind, m = min(hits, key=lambda h: (h[0], h[1]))
+        here = _here(piece, m.start(), outer)
+        at = m.end()
         if kind in ("substitute_words", "omit_words"):
             if here is None or here.number is None:
                 return None
-            return Instruction(kind, here, words, page, old_words=_flat(m.group("old")),
-                               new_words=_flat(m.group("new")) if kind == "substitute_words"
-                               else None)  # fmt: skip
+            found.append(Instruction(kind, here, words, page, old_words=_flat(m.group("old")),
+                                     new_words=_flat(m.group("new")) if kind ==
+                                     "substitute_words" else None))  # fmt: skip
+            continue
         addr = read_address(m.group("addr"))
-        if addr is None:
-            return None
-        target = addr.under(here)
-        if target.number is None:
+        target = addr.under(here) if addr is not None else None
+        if target is None or target.number is None:
             return None
         if kind == "renumber":
             to = read_address(m.group("to"))
-            return Instruction(kind, target, words, page,
-                               renumbered=to.under(here) if to else None)  # fmt: skip
+            found.append(Instruction(kind, target, words, page,
+                                     renumbered=to.under(here) if to else None))  # fmt: skip
+            continue
         if kind == "omit":
-            return Instruction(kind, target, words, page)
-        position = m.group("pos").lower() if kind == "insert" else None
-        if not _new_text(m.group("new")).strip(" .,;:-\u2013\u2014"):
+            found.append(Instruction(kind, target, words, page))
+            continue
+        raw = m.group("new")
+        new_text = _new_text(raw)
+        if not new_text.strip(" .,;:-\u2013\u2014"):
             return None  # "namely:-" and nothing after it
-        return Instruction(kind, target, words, page, new_text=_new_text(m.group("new")),
-                           position=position)  # fmt: skip
-    return None
+        close = _CLOSE_QUOTE.search(raw, 1) if raw.lstrip()[:1] in _Q else None
+        at = m.start("new") + close.end() if close else len(piece)
+        position = m.group("pos").lower() if kind == "insert" else None
+        found.append(Instruction(kind, target, words, page, new_text=new_text,
+                                 position=position))  # fmt: skip
+    return found or None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -536,8 +579,21 @@ def repeal(rows: Sequence[dict[str, Any]], date: dt.date, by: str) -> list[dict[
 # Kinds whose text is read for amending or repealing words when the registry names none (an Act
 # that repeals the Ordinance it replaced is not an instrument of this corpus's)
 AMENDING_KINDS = frozenset({"notification", "order", "rules", "regulations", "circular"})
-_AMENDS = re.compile(r"\bamend|hereinafter\s+referred\s+to\s+as\s+the\s+said", re.I)
+# An instrument names what it amends in its enacting formula: "... further to amend the X Rules,
+# 2017" (the title follows), "In the X Rules, 2017 (hereinafter referred to as the said rules)"
+# (the title precedes); what it repeals: "the Y Regulations, 2021 are hereby repealed". A
+# mention of amending anything else ("it is considered necessary to amend the proviso") names
+# nothing.
+# Kinds an instrument can amend or repeal (a FAQ or a judgment is not amended by instructions,
+# though a FAQ's title may repeat the Act's)
+AMENDABLE_KINDS = frozenset({"act", "rules", "regulations", "order", "notification", "circular"})
+_AMENDS_NEXT = re.compile(r"\bto\s+amend\s+", re.I)
+_AMENDS_BEFORE = re.compile(r"\(\s*hereinafter\s+referred\s+to\s+as\s+the\s+(?:said|principal)",
+                            re.I)  # fmt: skip
 _REPEALS = re.compile(r"\b(?:are|is)\s+hereby\s+repealed|\bshall\s+stand\s+repealed", re.I)
+NEAR = 300  # characters on the named side of a formula that are read for a title
+# words between the formula and the title they name ("to amend the said ...")
+_BETWEEN = 3
 
 
 def _plain(text: str) -> str:
@@ -550,22 +606,44 @@ def _short_title(title: str) -> str:
     return _plain(m.group(0) if m else title)
 
 
-NEAR = 400  # characters around an "amend" / "hereby repealed" where a title must be named
+def amendable_titles(specs: Sequence[Any]) -> dict[str, str]:
+    """The titles of the registered documents (``DocumentSpec``) an instrument can amend."""
+    return {s.key: s.title for s in specs if str(s.doc_type) in AMENDABLE_KINDS}
 
 
-def named_documents(text: str, titles: dict[str, str], formula: re.Pattern[str]) -> list[str]:
-    """The registered documents whose short titles ``text`` names within NEAR characters of
-    ``formula`` (the instrument's own words: "to amend the ... Rules, 2017", "... Regulations,
-    2021 are hereby repealed"), longest title first."""
-    windows = " | ".join(_plain(text[max(0, m.start() - NEAR) : m.end() + NEAR])
-                         for m in formula.finditer(text))  # fmt: skip
-    found = []
-    for key, title in sorted(titles.items(), key=lambda kv: -len(kv[1])):
-        short = _short_title(title)
-        if len(short.split()) >= 3 and short in windows:
-            found.append(key)
-            windows = windows.replace(short, " ")  # a longer title's words are not a shorter's
-    return found
+def named_documents(text: str, titles: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The registered documents ``text`` names as amended and as repealed, by their short
+    titles at the place its enacting formula names them (see _AMENDS_NEXT); a title that is a
+    longer one's prefix is read as the longer one when both fit."""
+    shorts = sorted(((_short_title(t), k) for k, t in titles.items()),
+                    key=lambda sk: -len(sk[0]))  # fmt: skip
+    shorts = [(short, key) for short, key in shorts if len(short.split()) >= 3]
+
+    def after(m: re.Match[str]) -> str:
+        return _plain(text[m.end() : m.end() + NEAR])
+
+    def before(m: re.Match[str]) -> str:
+        return _plain(text[max(0, m.start() - NEAR) : m.start()])
+
+    def named(windows: list[tuple[str, str]]) -> list[str]:
+        found: list[str] = []
+        for side, window in windows:
+            words = window.split()
+            for short, key in shorts:
+                n = len(short.split())
+                spans = ([" ".join(words[i : i + n]) for i in range(_BETWEEN + 1)]
+                         if side == "after" else
+                         [" ".join(words[len(words) - n - i : len(words) - i])
+                          for i in range(_BETWEEN + 1)])  # fmt: skip
+                if short in spans and key not in found:
+                    found.append(key)
+                    break
+        return found
+
+    amended = named([("after", after(m)) for m in _AMENDS_NEXT.finditer(text)] +
+                    [("before", before(m)) for m in _AMENDS_BEFORE.finditer(text)])  # fmt: skip
+    repealed = named([("before", before(m)) for m in _REPEALS.finditer(text)])
+    return amended, [k for k in repealed if k not in amended]
 
 
 @dataclass(frozen=True)
@@ -607,11 +685,9 @@ def instrument_of(
         return None
     text = "\n".join(t for _, t in pages)
     others = {k: t for k, t in titles.items() if k != key}
-    amended = tuple(amends) or tuple(named_documents(text[:4000], others, _AMENDS)
-                                     if _SPEAKS.search(text) else ())  # fmt: skip
-    repealed = tuple(repeals) or tuple(
-        k for k in named_documents(text, others, _REPEALS) if k not in amended
-    )
+    named_amended, named_repealed = named_documents(text, others)
+    amended = tuple(amends) or (tuple(named_amended) if _SPEAKS.search(text) else ())
+    repealed = tuple(repeals) or tuple(k for k in named_repealed if k not in amended)
     if not amended and not repealed:
         return None
     date = in_force_on(text) or effective_date

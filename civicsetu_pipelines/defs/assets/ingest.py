@@ -23,6 +23,7 @@ from civicsetu_pipelines.ingest import (
     PdfError,
     TableSchema,
     amend_partition,
+    amendable_titles,
     chunk_rows,
     fetch_rows,
     instrument_of,
@@ -298,7 +299,7 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
     chunks: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
     instruments = []
-    titles = {s.key: s.title for s in registry.documents(context.partition_key)}
+    titles = amendable_titles(registry.documents(context.partition_key))
     ok = parsed_pages[parsed_pages["error"].isna()] if not parsed_pages.empty else parsed_pages
     for key, group in ok.groupby("document_key", sort=True):
         spec = registry.get(str(key))
