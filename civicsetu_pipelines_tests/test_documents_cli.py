@@ -261,6 +261,13 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert "thirty days" in new["quote"] and "shall be substituted" in new["quote"]
     assert new["document"] == notice and new["page"] == 1
     assert new["amended"]["note"] == f"as amended by {AMENDMENT_TITLE}, from 2024-04-01"
+    # every citation, before and after, checked as the evaluation checks them: verbatim in its
+    # unit (or the instruction that made it) and on the cited page of the cited document
+    from civicsetu_pipelines.evaluate.scoring import _verified
+    from civicsetu_pipelines.store.database import connect
+
+    with connect(env["CIVICSETU_DATABASE_URL"]) as conn:
+        assert _verified(conn, after["citations"]) == len(after["citations"])  # type: ignore[arg-type]
     rate = ask("What is the rate of interest payable by the promoter?")
     quoted = " ".join(str(c["quote"]) for c in rate["citations"])  # type: ignore[union-attr]
     assert "plus three per cent" in quoted and "plus two per cent" not in quoted

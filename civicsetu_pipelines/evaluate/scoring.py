@@ -219,20 +219,25 @@ def _units_text(conn: psycopg.Connection[Any], keys: Iterable[str]) -> dict[str,
 
 
 def _verified(conn: psycopg.Connection[Any], citations: Sequence[Mapping[str, Any]]) -> int:
-    """How many citations quote their chunk verbatim AND are on the cited page (re-read from the
-    store, independently of the engine's own checks)."""
+    """How many citations quote their chunk verbatim AND are on the cited page of the cited
+    document (re-read from the store, independently of the engine's own checks). A unit an
+    amendment made may be cited on the amending instrument's page: its quote is then the
+    chunk's text or the instruction that made it."""
     good = 0
     with conn.cursor() as cur:
         for c in citations:
             cur.execute(
-                "SELECT c.text, p.text FROM legal_chunks c JOIN document_versions v "
-                "ON v.version_id = c.version_id LEFT JOIN document_pages p ON p.document_key = "
-                "c.document_key AND p.sha256 = v.sha256 AND p.page = %s WHERE c.chunk_id = %s "
+                "SELECT c.text, c.amendment ->> 'instruction', p.text FROM legal_chunks c "
+                "LEFT JOIN document_versions v ON v.document_key = %s AND v.status = 'current' "
+                "LEFT JOIN document_pages p ON p.document_key = v.document_key AND "
+                "p.sha256 = v.sha256 AND p.page = %s WHERE c.chunk_id = %s "
                 "AND c.status = 'current'",
-                (c["page"], c["chunk_id"]),
+                (c.get("document"), c["page"], c["chunk_id"]),
             )
             row = cur.fetchone()
-            if row and quote_in(c["quote"], row[0]) and row[1] and quote_in(c["quote"], row[1]):
+            if row is None or not row[2] or not quote_in(c["quote"], row[2]):
+                continue
+            if quote_in(c["quote"], row[0]) or (row[1] and quote_in(c["quote"], row[1])):
                 good += 1
     return good
 
