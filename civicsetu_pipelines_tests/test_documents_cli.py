@@ -261,6 +261,7 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert "thirty days" in new["quote"] and "shall be substituted" in new["quote"]
     assert new["document"] == notice and new["page"] == 1
     assert new["amended"]["note"] == f"as amended by {AMENDMENT_TITLE}, from 2024-04-01"
+    assert f"Rule 7 ({RULES_TITLE}, as amended by {AMENDMENT_TITLE}" in str(after["answer"])
     # every citation, before and after, checked as the evaluation checks them: verbatim in its
     # unit (or the instruction that made it) and on the cited page of the cited document
     from civicsetu_pipelines.evaluate.scoring import _verified

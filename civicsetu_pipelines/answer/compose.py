@@ -444,6 +444,7 @@ def dated(row: Mapping[str, Any], printed_in: Mapping[str, Any] | None = None) -
             "from": amendment.get("date"),
             "instruction": amendment.get("instruction"),
             "note": f"as {verb} by {title}, from {amendment.get('date')}",
+            "of": row.get("document_title") or row.get("document_key"),
         }
         if printed_in is not None:
             out.update(document=printed_in["key"], document_title=printed_in["title"],
@@ -721,6 +722,8 @@ def _heading(citation: Mapping[str, Any]) -> str:
     """``Section 18 (The Real Estate ... Act)``; what is not the law itself says what it is:
     ``Paragraph 12 (Neelkamal ... v. Union of India; case law)``, ``Question 53 (... Frequently
     Asked Questions; guidance)``, ``Annexure A (... Rules, 2017; form or model agreement)``."""
+    if citation.get("amended"):  # "Rule 7 (X Rules, 2018, as amended by ..., from ...)"
+        return f"{citation['label']} ({citation['amended']['of']}, {citation['amended']['note']})"
     role = citation.get("role") or ("case law" if citation.get("case_law") else "law")
     shown = {"law": "", "case law": "; case law", "guidance": "; guidance",
              "form": "; form or model agreement"}.get(role, "")  # fmt: skip
