@@ -370,6 +370,13 @@ def _next_token(token: str) -> str | None:
     return None
 
 
+def _row_path(row: dict[str, Any]) -> tuple[str, ...]:
+    """Where a chunk sits below its top-level unit: its legal path's parts ("84(2)(m)" ->
+    ("2", "m")), the last dropped for a chunk of several ("Section 84(2)(m)-(q)" -> ("2",))."""
+    parts = tuple(re.findall(r"\(([^)]+)\)", str(row.get("legal_path") or "")))
+    return parts[:-1] if parts and "-(" in str(row.get("label") or "") else parts
+
+
 def _span(text: str, path: Sequence[str]) -> tuple[int, int] | None:
     """Where the sub-unit at ``path`` runs in ``text`` (a top-level unit's text): None when a
     marker is absent or printed twice (no certainty)."""
@@ -510,7 +517,11 @@ def _apply_one(
     # Below the top level, and words: edit the text of the chunk that holds the place.
     holders = []
     for row in unit:
-        where = _span(row["text"], path) if path else (0, len(row["text"]))
+        own = _row_path(row)  # a chunk of a long unit starts below it: "Section 84(2)(m)-(q)"
+        if tuple(path[: len(own)]) != own:
+            continue
+        rest = path[len(own) :]
+        where = _span(row["text"], rest) if rest else (0, len(row["text"]))
         if where is not None:
             holders.append((row, where))
     if ins.kind in ("substitute_words", "omit_words"):
