@@ -2,7 +2,6 @@
 
 from .amendments import (
     amendment_edges as amendment_edges,
-    served_today as served_today,
 )
 from .edges import (
     build_edges as build_edges,

@@ -9,7 +9,6 @@ no successor (omitted) and a repealed document's units end on their instrument's
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -22,21 +21,6 @@ def _amendment(row: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(value, str):
         return dict(json.loads(value)) if value else None
     return dict(value) if isinstance(value, dict) else None
-
-
-def _day(value: Any) -> str | None:
-    """An ISO day from a row (a date, its ISO text; None or NaN when not set)."""
-    return value.isoformat() if isinstance(value, dt.date) else value if isinstance(value, str) \
-        and value else None  # fmt: skip
-
-
-def served_today(row: dict[str, Any], today: dt.date | None = None) -> bool:
-    """A chunk row of the text in force today (the graph is the graph of what is served)."""
-    day = (today or dt.date.today()).isoformat()
-    ends, starts = _day(row.get("in_force_to")), _day(row.get("in_force_from"))
-    if ends is not None and ends <= day:
-        return False
-    return not (_amendment(row) and starts is not None and starts > day)
 
 
 def _flags(row: dict[str, Any]) -> list[str]:
@@ -63,7 +47,7 @@ def amendment_edges(rows: Sequence[dict[str, Any]]) -> list[Edge]:
         for flag in _flags(row):
             kind, _, by = flag.partition(":")
             if kind == "ended_by" and by:
-                until = _day(row.get("in_force_to"))
+                until = row.get("in_force_to")  # set where a flag is (an ISO day)
                 edges.append(Edge("AMENDED_BY", document, chunk, label, by, by, by,
                                   note=f"this text until {until}"))  # fmt: skip
             elif kind == "repealed_by" and by:

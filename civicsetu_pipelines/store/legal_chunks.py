@@ -431,13 +431,24 @@ def set_vectors(
 # Reading
 
 
-def served_on(row: dict[str, Any], day: dt.date) -> bool:
-    """Whether a staged chunk row is current when loaded on ``day`` (the status the load gives
+def _day(value: Any) -> dt.date | None:
+    """A row's date: a date, its ISO text (rows read back from Parquet), or None (None or NaN
+    when not set)."""
+    if isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(value) if isinstance(value, str) and value else None
+
+
+def served_on(row: dict[str, Any], day: dt.date | None = None) -> bool:
+    """Whether a chunk row is current on ``day`` (today by default: the status the load gives
     it): not ended by then, and not a point in time an amendment makes later."""
-    ends, starts = row.get("in_force_to"), row.get("in_force_from")
+    day = day or dt.date.today()
+    ends, starts = _day(row.get("in_force_to")), _day(row.get("in_force_from"))
     if ends is not None and ends <= day:
         return False
-    return not (row.get("amendment") and starts is not None and starts > day)
+    amended = row.get("amendment")
+    return not (isinstance(amended, str | dict) and amended and starts is not None
+                and starts > day)  # fmt: skip
 
 
 def in_force_clause(as_of: dt.date | None, alias: str = "") -> tuple[str, tuple[Any, ...]]:

@@ -23,11 +23,11 @@ from civicsetu_pipelines.graph import (
     read_snapshot,
     render_network,
     replace_edges,
-    served_today,
     stored_act_chunks,
     sync_to_neo4j,
 )
 from civicsetu_pipelines.ingest import load_curated_derivations, load_registry
+from civicsetu_pipelines.store import served_on
 
 UNRESOLVED_LIMIT = 0.05
 DERIVATION_TARGET = 0.9
@@ -88,7 +88,7 @@ def graph_edges(
     rows = section_chunks.to_dict("records")
     # the graph of what is served today; the amended and repealed texts keep their AMENDED_BY
     # and REPEALED_BY edges (history)
-    chunks = [r for r in rows if served_today(r)]
+    chunks = [r for r in rows if served_on(r)]
     dated = amendment_edges(rows)
     with postgres.connect() as conn:
         # The graph is the graph of what is served: a document this run did not load (its
