@@ -277,6 +277,11 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert [(v["valid_from"], v["valid_to"]) for v in history] == [
         ("2018-05-01", "2024-04-01"), ("2024-04-01", None)]  # fmt: skip
     assert history[1]["source"].startswith(f"substitute_words by {notice}")
+    # a sub-rule printed inside its rule's chunk: the versions of the rule that holds it
+    inside = json.loads(_run(["history", rules, "Rule 8(2)", "--json"], env).stdout)["versions"]
+    assert [(v["label"], v["valid_from"]) for v in inside] == [
+        ("Rule 8", "2018-05-01"), ("Rule 8", "2024-04-01")]  # fmt: skip
+    assert "plus three per cent" in inside[1]["text"]
     then = json.loads(_run(["sections", "-d", rules, "--as-of", "2020-01-01", "--json"],
                            env).stdout)["units"]  # fmt: skip
     now = json.loads(_run(["sections", "-d", rules, "--as-of", "2025-01-01", "--json"],

@@ -11,13 +11,9 @@ import datetime as dt
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 
 from civicsetu_pipelines.store.legal_chunks import in_force_clause
-
-
-def _rows(cur: psycopg.Cursor[Any]) -> list[dict[str, Any]]:
-    names = [d.name for d in cur.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def units_in_force(
@@ -26,7 +22,7 @@ def units_in_force(
     """The top-level units of a document in force on ``as_of`` (today's when None), in order:
     label, title, first page, and the amendment that made the text (None for the original)."""
     where, params = in_force_clause(as_of)
-    with conn.cursor() as cur:
+    with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(
             "SELECT DISTINCT ON (section_label) section_label AS label, title, page_start, "
             "valid_from, valid_to, amendment, ordinal FROM legal_chunks "
@@ -34,14 +30,14 @@ def units_in_force(
             "ORDER BY section_label, level, ordinal",
             (document_key, *params),
         )
-        rows = _rows(cur)
+        rows = cur.fetchall()
         # a unit an amendment made in one of its chunks: say so for the unit
         cur.execute(
             "SELECT DISTINCT section_label, amendment FROM legal_chunks "
             f"WHERE document_key = %s AND {where} AND amendment IS NOT NULL",
             (document_key, *params),
         )
-        amended = {str(r[0]): r[1] for r in cur.fetchall()}
+        amended = {str(r["section_label"]): r["amendment"] for r in cur.fetchall()}
     for row in rows:
         row["amendment"] = row["amendment"] or amended.get(str(row["label"]))
     return sorted(rows, key=lambda r: int(r.pop("ordinal")))
@@ -53,16 +49,17 @@ def unit_history(
     """Every version of the unit ``label`` ("Rule 18(2)") of a document, oldest first: its
     chunk label, dates, status, text and source (the document version, or the amending
     instrument with the instruction's words). A label no chunk carries is read as the chunks of
-    its top-level unit ("Rule 18(2)" printed inside "Rule 18")."""
-    top = label.split("(")[0].strip()
-    with conn.cursor() as cur:
+    its top-level unit ("Rule 18(2)" printed inside "Rule 18": the stored ``section_label`` the
+    label starts with)."""
+    with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(
             "SELECT c.label, c.chunk_id::text AS chunk_id, c.valid_from, c.valid_to, c.status, "
             "c.text, c.page_start, c.amendment, v.sha256 FROM legal_chunks c "
             "JOIN document_versions v ON v.version_id = c.version_id "
-            "WHERE c.document_key = %s AND (c.label = %s OR (NOT EXISTS (SELECT 1 FROM "
-            "legal_chunks x WHERE x.document_key = %s AND x.label = %s) AND c.section_label = %s)) "
+            "WHERE c.document_key = %(doc)s AND (c.label = %(label)s OR (NOT EXISTS (SELECT 1 "
+            "FROM legal_chunks x WHERE x.document_key = %(doc)s AND x.label = %(label)s) AND "
+            "(c.section_label = %(label)s OR starts_with(%(label)s, c.section_label || '(')))) "
             "ORDER BY c.valid_from, c.ordinal, c.row_id",
-            (document_key, label, document_key, label, top),
+            {"doc": document_key, "label": label},
         )
-        return _rows(cur)
+        return cur.fetchall()
