@@ -54,10 +54,9 @@ def state_provisions(
     context: dg.AssetExecutionContext, postgres: PostgresResource
 ) -> dg.MaterializeResult:
     """For each matter of data/matters.yaml, the rule (or regulation) of this jurisdiction that
-    fills it and
-    the value it fixes (read deterministically, with the verbatim sentence, page and chunk); the
-    Act's own value, marked so, for a matter its sections fix and no rule does; else "not
-    found"; replaced in Postgres (state_provisions) in one transaction."""
+    fills it and the value it fixes (read deterministically, with the verbatim sentence, page
+    and chunk); the Act's own value, marked so, for a matter its sections fix and no rule does;
+    else "not found"; replaced in Postgres (state_provisions) in one transaction."""
     jurisdiction = context.partition_key
     documents = load_registry().documents(jurisdiction)
     drafts = frozenset(s.key for s in documents if "draft" in str(s.status).lower())
