@@ -6,6 +6,7 @@ Modules, in the order they build on each other:
 * ``settings`` -- paths, environment variables and their defaults
 * ``canonical`` -- the one canonicalization of text (NFKC, quotes, dashes, spaces)
 * ``errors`` -- DocumentError: a failure that names its document
+* ``set_aside`` -- a document set aside by a step, and why (the document is the unit of failure)
 * ``files`` -- atomic file writes
 * ``figures`` -- matplotlib figures as PNG bytes that depend only on the picture
 

@@ -29,6 +29,13 @@ from .processes import (
     process_alive as process_alive,
     process_exists as process_exists,
 )
+from .set_aside import (
+    STAGES as STAGES,
+    SetAside as SetAside,
+    by_document as by_document,
+    contained as contained,
+    set_aside_for as set_aside_for,
+)
 from .settings import (
     DATA_DIR as DATA_DIR,
     DEFAULT_MIRROR as DEFAULT_MIRROR,

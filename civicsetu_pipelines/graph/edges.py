@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
+from civicsetu_pipelines.base import SetAside, contained
 from civicsetu_pipelines.graph.matters import MATTER_CONFIDENCE, MatterIndex
 from civicsetu_pipelines.graph.references import (
     TITLE_CONFIDENCE,
@@ -69,6 +71,19 @@ class GraphBuild:
     rules: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))  # per document
     framing: set[tuple[str, str]] = field(default_factory=set)  # (document, rule) of definitions
     curated_problems: list[dict[str, Any]] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)  # documents whose edges raised
+
+    def mark(self) -> tuple[int, int, int, frozenset[tuple[str, str]]]:
+        """Where the build stands, to take one document's edges back (:meth:`rollback`)."""
+        return (len(self.edges), len(self.unresolved), len(self.curated_problems),
+                frozenset(self.framing))  # fmt: skip
+
+    def rollback(self, mark: tuple[int, int, int, frozenset[tuple[str, str]]], key: str) -> None:
+        """Take back what was added since ``mark`` for the document ``key``."""
+        del self.edges[mark[0] :], self.unresolved[mark[1] :], self.curated_problems[mark[2] :]
+        self.framing = set(mark[3])
+        self.internal.pop(key, None)
+        self.rules.pop(key, None)
 
     def unresolved_rate(self, document_key: str) -> float:
         total = self.internal.get(document_key, 0)
@@ -134,7 +149,8 @@ def build_edges(
     for chunk in chunks:
         by_doc[str(chunk["document_key"])].append(chunk)
     rules_documents = sorted(k for k in by_doc if doc_types[k] == "rules")
-    for key, doc_chunks in sorted(by_doc.items()):
+
+    def document_edges(key: str, doc_chunks: list[Mapping[str, Any]]) -> None:
         doc_type = doc_types[key]
         labels = {str(c["chunk_id"]): str(c["label"]) for c in doc_chunks}
         rule_text: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
@@ -145,9 +161,9 @@ def build_edges(
         named: dict[str, list[tuple[int, int, str]]] = defaultdict(list)
         for c in ordered:
             named[str(c["section_label"])] += [
-                (int(c["ordinal"]), r.start, r.enactment)
-                for r in refs_of[str(c["chunk_id"])] if r.enactment
-            ]  # fmt: skip
+                    (int(c["ordinal"]), r.start, r.enactment)
+                    for r in refs_of[str(c["chunk_id"])] if r.enactment
+                ]  # fmt: skip
         for chunk in ordered:
             cid, label = str(chunk["chunk_id"]), str(chunk["label"])
             parent = chunk.get("parent_id")
@@ -197,12 +213,12 @@ def build_edges(
                         continue
                 else:
                     res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key,
-                                  indexes=indexes)  # fmt: skip
+                                      indexes=indexes)  # fmt: skip
                 if res is None:
                     continue
                 at = (int(chunk["ordinal"]), ref.start)
                 other = _other_enactment(ref, res, named[str(chunk["section_label"])], at,
-                                         act_key, indexes)  # fmt: skip
+                                             act_key, indexes)  # fmt: skip
                 if other is not None:
                     build.edges.append(other_enactment_edge(key, cid, label, ref, other))
                     continue
@@ -243,9 +259,9 @@ def build_edges(
             entry = by_rule.get((key, rule_label))
             if derived and entry:
                 build.curated_problems.append(
-                    {"document": key, "rule": rule_label, "problem": "redundant: the rule's "
-                     f"text names {derived[0].target_label}; the curated entry is ignored"}
-                )  # fmt: skip
+                        {"document": key, "rule": rule_label, "problem": "redundant: the rule's "
+                         f"text names {derived[0].target_label}; the curated entry is ignored"}
+                    )  # fmt: skip
             derived = derived or _curated(entry, parts[0], act_key, indexes, build)
             if not derived and (key, rule_label) not in build.framing:
                 if matters is not None:
@@ -258,6 +274,15 @@ def build_edges(
                 build.curated_problems.append(
                     {"document": doc, "rule": rule, "problem": "no such rule in the document"}
                 )
+
+    # A document is the unit of failure: one whose edges raise is set aside (named with the
+    # error), what it added so far is taken back, and the other documents' edges are built.
+    for key, doc_chunks in sorted(by_doc.items()):
+        mark = build.mark()
+        _, aside = contained("graph", key, partial(document_edges, key, doc_chunks))
+        if aside is not None:
+            build.rollback(mark, key)
+            build.set_aside.append(aside)
     return build
 
 

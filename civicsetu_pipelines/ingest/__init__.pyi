@@ -10,6 +10,7 @@ from .amendments import (
 )
 from .documents import (
     chunk_rows as chunk_rows,
+    failed_report as failed_report,
     fetch_rows as fetch_rows,
     page_records as page_records,
     parse_ledger as parse_ledger,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import calendar
 import copy
 import datetime as dt
+import functools
 import json
 import re
 import uuid
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from civicsetu_pipelines.base import SetAside, contained
 from civicsetu_pipelines.ingest.legal_structure import NAMESPACE
 
 # ---------------------------------------------------------------------------------------------
@@ -225,16 +227,21 @@ def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
     quoted = _quoted(text)
     instructions: list[Instruction] = []
     problems: list[str] = []
+    start, end = operative_span(text, quoted)
     # the instrument's paragraphs run 1, 2, 3 ...: a number out of that run opens the new text
     # of an unquoted substitution ("16. Timelines for refund ..."), not a paragraph
     bounds: list[int] = []
     last: int | None = None
-    for m in _PARAGRAPH.finditer(text):
+    for m in _PARAGRAPH.finditer(text, start, end):
         n = int(m.group("n"))
         if _outside(m.start(), quoted) and (last is None or n == last + 1):
             bounds.append(m.start())
             last = n
-    for a, b in zip(bounds, [*bounds[1:], len(text)], strict=True):
+    # an instruction not in a numbered paragraph (a G.O.'s one "In sub-rule (2) of rule 18, for
+    # ..."): the operative text before the first paragraph is a paragraph of its own
+    if not bounds or _VERB.search(text, start, bounds[0]):
+        bounds.insert(0, start)
+    for a, b in zip(bounds, [*bounds[1:], end], strict=True):
         paragraph = text[a:b]
         if not _VERB.search(paragraph):
             continue
@@ -262,6 +269,41 @@ def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
             else:
                 instructions.extend(found)
     return AmendingText(instructions, problems, in_force_on(text))
+
+
+# The framing of a government order (G.O.) or notification around its operative text: the
+# abstract, "Read the following:" and its list of papers, the headings ORDER / NOTIFICATION /
+# AMENDMENT(S), and after the instructions the signature ("By order and in the name of the
+# Governor", "By command of ...") and the "To" / "Copy to" lists. Headings are lines of their
+# own; only the last heading before the first instruction opens the operative text.
+_FRAME_HEADING = re.compile(
+    r"^[ \t]*(?:ABSTRACT|READ[ \t]+THE[ \t]+FOLLOWING|READ|ORDERS?|NOTIFICATIONS?|"
+    r"AMENDMENTS?|CORRIGENDUM|G\.?[ \t]*O\.?[ \t]*\(?\w{1,4}\)?\.?[ \t]*No\.?[^\n]{0,60})"
+    r"[ \t]*[:.\-\u2013\u2014]*[ \t]*$",
+    re.I | re.M,
+)
+_FRAME_END = re.compile(
+    r"(?:^|\n)[ \t(\[]*(?:By[ \t]+(?:the[ \t]+)?(?:order|command)\b|Copy[ \t]+to\b|"
+    r"Copy[ \t]+forwarded\b|To[ \t]*[,:]?[ \t]*\n)",
+    re.I,
+)
+
+
+def operative_span(text: str, quoted: Sequence[tuple[int, int]] = ()) -> tuple[int, int]:
+    """Where an instrument's operative text lies in ``text``: after the last framing heading
+    (ORDER, NOTIFICATION, AMENDMENT, "Read the following" ...) before its first instruction,
+    and up to its signature or distribution list after the first instruction. The whole text
+    when there is no framing."""
+    first = next((m.start() for m in _VERB.finditer(text) if _outside(m.start(), quoted)), None)
+    if first is None:
+        return 0, len(text)
+    start = 0
+    for m in _FRAME_HEADING.finditer(text, 0, first):
+        if _outside(m.start(), quoted):
+            start = m.end()
+    end = next((m.start() for m in _FRAME_END.finditer(text, first)
+                if _outside(m.start(), quoted)), len(text))  # fmt: skip
+    return start, end
 
 
 _IN = re.compile(rf"\b(?:in|to)\s+(?P<addr>{ADDRESS})", re.I)
@@ -676,6 +718,7 @@ class PartitionAmendments:
     done: list[dict[str, Any]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     repealed: list[dict[str, Any]] = field(default_factory=list)
+    set_aside: list[SetAside] = field(default_factory=list)  # instruments that raised
 
 
 def instrument_of(
@@ -713,43 +756,56 @@ def amend_partition(
     result = PartitionAmendments([dict(r) for r in rows])
     present = {str(r["document_key"]) for r in rows}
     for inst in sorted(instruments, key=lambda i: (i.effective_date, i.key)):
-        source = {"title": inst.title}
-        if inst.amends:
-            target = inst.amends[0]
-            if len(inst.amends) > 1:
-                result.problems.append(
-                    f"{inst.key}: names {len(inst.amends)} documents it amends; its "
-                    f"instructions are applied to {target} only"
-                )
-            read = read_instructions(inst.pages)
-            result.problems += [
-                f'{inst.key}: an instruction not read: "{p}"' for p in read.problems
-            ]
-            if target not in present:
-                result.problems.append(f"{inst.key}: amends {target}, which has no units in "
-                                       "this load (not registered here, or set aside)")  # fmt: skip
-            elif not read.instructions:
-                result.problems.append(f"{inst.key}: amends {target}, but no instruction of "
-                                       "its text was read")  # fmt: skip
-            else:
-                own = [r for r in result.rows if r["document_key"] == target]
-                applied = apply_amendments(own, read.instructions, by=inst.key,
-                                           date=inst.effective_date, source=source)  # fmt: skip
-                rest = [r for r in result.rows if r["document_key"] != target]
-                result.rows = rest + applied.rows
-                when = inst.effective_date.isoformat()
-                result.done += [
-                    {**d, "by": inst.key, "document": target, "date": when} for d in applied.done
-                ]
-                result.problems += applied.problems
-        for target in inst.repeals:
-            if target not in present:
-                result.problems.append(f"{inst.key}: repeals {target}, which has no units in "
-                                       "this load")  # fmt: skip
-                continue
-            own = [r for r in result.rows if r["document_key"] == target]
-            rest = [r for r in result.rows if r["document_key"] != target]
-            result.rows = rest + repeal(own, inst.effective_date, inst.key)
-            result.repealed.append({"document": target, "by": inst.key,
-                                    "date": inst.effective_date.isoformat()})  # fmt: skip
+        # an instrument that raises changes nothing and is set aside, named with the error
+        before = (result.rows, len(result.done), len(result.problems), len(result.repealed))
+        step = functools.partial(_apply_instrument, result, inst, present)
+        _, aside = contained("amendments", inst.key, step)
+        if aside is not None:
+            result.rows = before[0]
+            del result.done[before[1] :], result.problems[before[2] :]
+            del result.repealed[before[3] :]
+            result.set_aside.append(aside)
+            result.problems.append(f"{inst.key}: set aside, it changes nothing: "
+                                   f"{aside.reason()}")  # fmt: skip
     return result
+
+
+def _apply_instrument(result: PartitionAmendments, inst: Instrument, present: set[str]) -> None:
+    """One instrument's instructions and repeals applied to ``result`` (in place)."""
+    source = {"title": inst.title}
+    if inst.amends:
+        target = inst.amends[0]
+        if len(inst.amends) > 1:
+            result.problems.append(
+                f"{inst.key}: names {len(inst.amends)} documents it amends; its "
+                f"instructions are applied to {target} only"
+            )
+        read = read_instructions(inst.pages)
+        result.problems += [f'{inst.key}: an instruction not read: "{p}"' for p in read.problems]
+        if target not in present:
+            result.problems.append(f"{inst.key}: amends {target}, which has no units in "
+                                   "this load (not registered here, or set aside)")  # fmt: skip
+        elif not read.instructions:
+            result.problems.append(f"{inst.key}: amends {target}, but no instruction of "
+                                   "its text was read")  # fmt: skip
+        else:
+            own = [r for r in result.rows if r["document_key"] == target]
+            applied = apply_amendments(own, read.instructions, by=inst.key,
+                                       date=inst.effective_date, source=source)  # fmt: skip
+            rest = [r for r in result.rows if r["document_key"] != target]
+            result.rows = rest + applied.rows
+            when = inst.effective_date.isoformat()
+            result.done += [
+                {**d, "by": inst.key, "document": target, "date": when} for d in applied.done
+            ]
+            result.problems += applied.problems
+    for target in inst.repeals:
+        if target not in present:
+            result.problems.append(f"{inst.key}: repeals {target}, which has no units in "
+                                   "this load")  # fmt: skip
+            continue
+        own = [r for r in result.rows if r["document_key"] == target]
+        rest = [r for r in result.rows if r["document_key"] != target]
+        result.rows = rest + repeal(own, inst.effective_date, inst.key)
+        result.repealed.append({"document": target, "by": inst.key,
+                                "date": inst.effective_date.isoformat()})  # fmt: skip

@@ -273,12 +273,7 @@ def chunk_rows(
         rows.append(row)
     top = [c for c in chunks if c.level == 0]
     report_row = {
-        "document_key": spec.key,
-        "jurisdiction": str(spec.jurisdiction),
-        "doc_type": str(spec.doc_type),
-        "pages": len(pages),
-        "ocr_pages": sum(1 for p in pages if "ocr" in p["flags"]),
-        "needs_ocr_pages": sum(1 for p in pages if "needs_ocr" in p["flags"]),
+        **_report_head(spec, pages),
         "units": report.units,
         "sections": len(report.numbered),
         "numbers": json.dumps(report.numbered),
@@ -306,3 +301,38 @@ def chunk_rows(
         "error": None,
     }
     return rows, report_row
+
+
+def _report_head(spec: DocumentSpec, pages: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "document_key": spec.key,
+        "jurisdiction": str(spec.jurisdiction),
+        "doc_type": str(spec.doc_type),
+        "pages": len(pages),
+        "ocr_pages": sum(1 for p in pages if "ocr" in p["flags"]),
+        "needs_ocr_pages": sum(1 for p in pages if "needs_ocr" in p["flags"]),
+    }
+
+
+def failed_report(
+    spec: DocumentSpec, pages: Sequence[dict[str, Any]], error: str
+) -> dict[str, Any]:
+    """The structure report row of a document whose structure could not be built (``error``
+    says why): no units, no chunks, the same columns as :func:`chunk_rows`' report."""
+    return {
+        **_report_head(spec, pages),
+        "units": 0,
+        "sections": 0,
+        "numbers": "[]",
+        "gaps": "[]",
+        "duplicates": "[]",
+        "untitled": "[]",
+        "chunks": 0,
+        "top_level_units": "[]",
+        "coverage": 0.0,
+        "body_chars": 0,
+        "supplementary_chunks": 0,
+        "structure_ok": False,
+        "checks": "[]",
+        "error": error,
+    }

@@ -17,13 +17,14 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict, Field
 
-from civicsetu_pipelines.base import DATA_DIR, read_data_entries
+from civicsetu_pipelines.base import DATA_DIR, SetAside, contained, read_data_entries
 from civicsetu_pipelines.graph import Matter, top_section
 from civicsetu_pipelines.provisions.values import READERS, Value, sentence_at
 
@@ -121,8 +122,12 @@ def read_provisions(
     specs: Sequence[MatterSpec],
     matters: Sequence[Matter],
     draft_documents: frozenset[str] = frozenset(),
+    set_aside: list[SetAside] | None = None,
 ) -> list[Provision]:
-    """Each named matter's provision in ``jurisdiction``, from its stored rules and graph."""
+    """Each named matter's provision in ``jurisdiction``, from its stored rules and graph. A
+    document whose text raises while a value is read is set aside (appended to ``set_aside``)
+    and its rules are passed over; the other documents' are read."""
+    failed: dict[str, SetAside] = {}
     rules: dict[tuple[str, str], list[tuple[str, str, str, int]]] = {}
     titles: dict[tuple[str, str], str] = {}
     for document, section, title, chunk, text, page in conn.execute(_RULES, (jurisdiction,)):
@@ -146,8 +151,14 @@ def read_provisions(
             ranked = [r for r in ranked if r[0] < 2]
         found = None
         for _, _, key, basis in sorted(ranked):
+            if key[0] in failed:
+                continue
             for chunk, text, _title, page in rules[key]:
-                value = _read_value(spec, text)
+                value, aside = contained("provisions", key[0], partial(_read_value, spec, text),
+                                         page=page)  # fmt: skip
+                if aside is not None:
+                    failed[key[0]] = aside
+                    break
                 if value is not None:
                     found = Provision(
                         jurisdiction, spec.key, "found", value.text, value.number, value.unit,
@@ -159,6 +170,8 @@ def read_provisions(
                 break
         out.append(found or _from_act(conn, jurisdiction, spec) or
                    Provision(jurisdiction, spec.key, "not_found"))  # fmt: skip
+    if set_aside is not None:
+        set_aside += failed.values()
     return out
 
 

@@ -4,6 +4,7 @@ from .catalog import (
     build_catalog_rows as build_catalog_rows,
     read_sections as read_sections,
     read_stats as read_stats,
+    record_set_asides as record_set_asides,
     replace_jurisdiction as replace_jurisdiction,
     store_pages as store_pages,
 )

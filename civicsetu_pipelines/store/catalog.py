@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
+from civicsetu_pipelines.base import SetAside
 from civicsetu_pipelines.ingest import DocumentSpec
 
 if TYPE_CHECKING:  # pandas only where frames are built: reading the catalog does not need it
@@ -55,7 +56,7 @@ def build_catalog_rows(
             error = f"{spec.key}: no structure was produced"
         set_aside = json.loads(report.get("set_aside") or "[]") if report and not error else []
         if set_aside:
-            error = (f"{spec.key}: set aside, its previous rows stay served; its chunks fail "
+            error = (f"{spec.key}: set aside, its previous rows stay served: "
                      + "; ".join(set_aside))  # fmt: skip
         ok_pages = pages[pages["error"].isna()] if not pages.empty else pages
         docs.append(
@@ -147,8 +148,32 @@ def store_pages(
     return len(rows)
 
 
+def record_set_asides(
+    conn: psycopg.Connection[Any], jurisdiction: str, stage: str, items: Sequence[SetAside]
+) -> None:
+    """Replace the documents ``stage`` set aside in ``jurisdiction`` (``document_set_asides``:
+    the steps after the catalog, whose set-asides the catalog cannot know), in one
+    transaction."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(
+            "DELETE FROM document_set_asides WHERE jurisdiction = %s AND stage = %s",
+            (jurisdiction, stage),
+        )
+        cur.executemany(
+            "INSERT INTO document_set_asides (jurisdiction, stage, document_key, error_type, "
+            "message, page, location) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT "
+            "(jurisdiction, stage, document_key) DO UPDATE SET message = document_set_asides"
+            ".message || '; ' || EXCLUDED.message",
+            [
+                (jurisdiction, stage, a.document_key, a.error_type, a.message, a.page, a.where)
+                for a in items
+            ],  # fmt: skip
+        )
+
+
 def read_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
-    """Per-document ingestion summary, ordered by jurisdiction and key."""
+    """Per-document ingestion summary, ordered by jurisdiction and key. A document a later
+    step (embedding, graph, provisions) set aside reads ``set_aside``, with why."""
     with conn.cursor() as cur:
         cur.execute(
             "SELECT key, jurisdiction, doc_type, status, pages, pages_ingested, ocr_pages, "
@@ -156,7 +181,21 @@ def read_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
             "FROM documents ORDER BY jurisdiction, key"
         )
         names = [d.name for d in cur.description or []]
-        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+        cur.execute(
+            "SELECT document_key, stage, error_type, message, page FROM document_set_asides "
+            "ORDER BY document_key, stage"
+        )
+        later: dict[str, list[str]] = {}
+        for key, stage, error_type, message, page in cur.fetchall():
+            where = f" (page {page})" if page is not None else ""
+            later.setdefault(key, []).append(f"{stage}: {error_type}: {message}{where}")
+    for row in rows:
+        if row["key"] in later and row["ingest_status"] == "ok":
+            row["ingest_status"] = "set_aside"
+            row["error"] = (f"{row['key']}: set aside, its previous rows stay served: "
+                            + "; ".join(later[row["key"]]))  # fmt: skip
+    return rows
 
 
 def read_sections(conn: psycopg.Connection[Any], document_key: str) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from civicsetu_pipelines.base import neo4j_configured
+from civicsetu_pipelines.base import by_document, neo4j_configured
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
@@ -27,7 +27,7 @@ from civicsetu_pipelines.graph import (
     sync_to_neo4j,
 )
 from civicsetu_pipelines.ingest import load_curated_derivations, load_registry
-from civicsetu_pipelines.store import served_on
+from civicsetu_pipelines.store import record_set_asides, served_on
 
 UNRESOLVED_LIMIT = 0.05
 DERIVATION_TARGET = 0.9
@@ -61,6 +61,12 @@ def _text(value: Any) -> str | None:
             asset="graph_edges",
             description="Warns once per cited unit that does not exist (with its evidence), and "
             "for curated derivations that do not apply",
+        ),
+        dg.AssetCheckSpec(
+            "documents_set_aside",
+            asset="graph_edges",
+            description="No document's edges raised: a document whose edges cannot be built is "
+            "named here with the error, its partial edges taken back, the others' edges built",
         ),
         dg.AssetCheckSpec(
             "derivation_coverage",
@@ -105,12 +111,12 @@ def graph_edges(
         if served:
             chunks += [dict(zip(SERVED_NAMES, row, strict=True)) for row in served]
             context.log.info(f"edges of {sorted({r[0] for r in served})} from their served rows")
-        by_document: dict[str, list[tuple[str, str]]] = {}
+        labels_by_document: dict[str, list[tuple[str, str]]] = {}
         for chunk in chunks:
-            by_document.setdefault(str(chunk["document_key"]), []).append(
+            labels_by_document.setdefault(str(chunk["document_key"]), []).append(
                 (str(chunk["label"]), str(chunk["chunk_id"]))
             )
-        indexes = {key: UnitIndex.from_chunks(pairs) for key, pairs in by_document.items()}
+        indexes = {key: UnitIndex.from_chunks(pairs) for key, pairs in labels_by_document.items()}
         act = [c for c in chunks if c["document_key"] == act_key] or stored_act_chunks(
             conn, act_key
         )
@@ -143,6 +149,9 @@ def graph_edges(
         )
         build.edges += dated
         written = replace_edges(conn, jurisdiction, build.edges, document_rows(build))
+        record_set_asides(conn, jurisdiction, "graph", build.set_aside)
+    for aside in build.set_aside:
+        context.log.error(f"{aside.document_key}: its edges set aside: {aside.reason()}")
     counts = Counter(edge.edge_type for edge in build.edges)
     rates = {key: round(build.unresolved_rate(key), 4) for key in sorted(build.internal)}
     coverage = build.derivation_coverage()
@@ -167,6 +176,13 @@ def graph_edges(
             "network": dg.MetadataValue.md(picture.markdown()),
             "network_png": dg.MetadataValue.path(str(picture.path)),
         }
+    )
+    yield dg.AssetCheckResult(
+        check_name="documents_set_aside",
+        passed=not build.set_aside,
+        description="; ".join(f"{a.document_key}: {a.reason()}" for a in build.set_aside)[:1000]
+        or None,
+        metadata={"documents": dg.MetadataValue.json(by_document(build.set_aside))},
     )
     over = {key: rate for key, rate in rates.items() if rate > UNRESOLVED_LIMIT}
     yield dg.AssetCheckResult(

@@ -6,12 +6,14 @@ partition's other documents.
 """
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import pandas as pd
 
+from civicsetu_pipelines.base import SetAside, by_document, contained
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
@@ -20,11 +22,11 @@ from civicsetu_pipelines.ingest import (
     DOCUMENTS,
     PAGES,
     DocumentSpec,
-    PdfError,
     TableSchema,
     amend_partition,
     amendable_titles,
     chunk_rows,
+    failed_report,
     fetch_rows,
     instrument_of,
     load_registry,
@@ -180,25 +182,32 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
         if doc["status"] != "ok":
             continue
         spec = registry.get(doc["document_key"])
-        try:
-            parsed, reused = parse_rows_cached(
-                spec, Path(doc["path"]), doc["sha256"], corpus.parse_cache, ocr=corpus.ocr
-            )
+        step = partial(
+            parse_rows_cached,
+            spec, Path(doc["path"]), doc["sha256"], corpus.parse_cache, ocr=corpus.ocr,
+        )  # fmt: skip
+        done, aside = contained("parse", spec.key, step)
+        if done is not None:
+            parsed, reused = done
             context.log.info(f"{spec.key}: {'reused the parse of' if reused else 'parsed'} "
                              f"{len(parsed)} pages")  # fmt: skip
             rows.extend(parsed)
-        except PdfError as exc:
-            context.log.error(str(exc))
-            errors.append(str(exc))
-            rows.append(
-                {
-                    "document_key": spec.key,
-                    "jurisdiction": doc["jurisdiction"],
-                    "page": 0,
-                    "text": "",
-                    "error": str(exc),
-                }
-            )
+            continue
+        assert aside is not None
+        # a PdfError says what is wrong with the file; anything else is named with its step
+        error = (f"{spec.key}: {aside.message}" if aside.error_type == "PdfError"
+                 else f"{spec.key}: set aside, {aside.reason()}")  # fmt: skip
+        context.log.error(error)
+        errors.append(error)
+        rows.append(
+            {
+                "document_key": spec.key,
+                "jurisdiction": doc["jurisdiction"],
+                "page": 0,
+                "text": "",
+                "error": error,
+            }
+        )
     frame = pd.DataFrame(rows)
     ok = frame[frame["error"].isna()] if not frame.empty else frame
     flags = [set(json.loads(f)) for f in ok["flags"]] if not ok.empty else []
@@ -299,28 +308,43 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
     chunks: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
     instruments = []
+    asides: list[SetAside] = []
     titles = amendable_titles(registry.documents(context.partition_key))
     ok = parsed_pages[parsed_pages["error"].isna()] if not parsed_pages.empty else parsed_pages
+    # A document is the unit of failure: an exception in its structure or in reading it as an
+    # instrument sets it aside (named with the step, the error and where), and the others load.
     for key, group in ok.groupby("document_key", sort=True):
         spec = registry.get(str(key))
         pages = page_records(group.sort_values("page").to_dict("records"))
-        rows, report = chunk_rows(spec, pages)
-        chunks.extend(rows)
-        reports.append(report)
+        built, aside = contained("structure", spec.key, partial(chunk_rows, spec, pages))
+        if built is None:
+            assert aside is not None
+            asides.append(aside)
+            reports.append(failed_report(spec, pages, aside.reason()))
+            continue
+        rows, report = built
         context.log.info(
             f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
             f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
         )
-        instrument = instrument_of(
-            spec.key, spec.title, spec.effective_date,
+        step = partial(
+            instrument_of, spec.key, spec.title, spec.effective_date,
             [(int(p["page"]), str(p["text"] or "")) for p in pages], kind=str(spec.doc_type),
             amends=spec.amends, repeals=spec.repeals, titles=titles,
         )  # fmt: skip
+        instrument, aside = contained("amendments", spec.key, step)
+        reports.append(report)
+        if aside is not None:
+            asides.append(aside)
+            continue
+        chunks.extend(rows)
         if instrument is not None:
             instruments.append(instrument)
     # Amending and repealing instruments: the units they change get points in time
     amended = amend_partition(chunks, instruments)
-    chunks = [_dated(row) for row in amended.rows]
+    asides += amended.set_aside
+    dropped = {a.document_key for a in amended.set_aside}
+    chunks = [_dated(row) for row in amended.rows if row["document_key"] not in dropped]
     for done in amended.done:
         context.log.info(f"{done['by']}: {done['kind']} {done['label']} of {done['document']} "
                          f"from {done['date']} (page {done['page']})")  # fmt: skip
@@ -329,9 +353,12 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
     # A defect stays in its document: one whose own chunks fail a blocking check is set
     # aside (named, flagged in document_structure and the catalog; its previous rows stay
     # served), and the partition's other documents go on to load.
-    chunk_frame, set_aside = set_aside_documents(CHUNKS, pd.DataFrame(chunks))
+    chunk_frame, failing = set_aside_documents(CHUNKS, pd.DataFrame(chunks))
+    set_aside = by_document(asides)
+    for key, why in failing.items():
+        set_aside.setdefault(key, []).extend(f"checks: its chunks fail {w}" for w in why)
     for key, why in set_aside.items():
-        context.log.error(f"{key}: set aside, its chunks fail {'; '.join(why)}")
+        context.log.error(f"{key}: set aside (its previous rows stay served): {'; '.join(why)}")
     report_frame = pd.DataFrame(reports)
     if len(report_frame):
         report_frame["set_aside"] = [

@@ -6,6 +6,7 @@ from typing import Any
 
 import dagster as dg
 
+from civicsetu_pipelines.base import SetAside, by_document
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import PostgresResource
@@ -19,6 +20,7 @@ from civicsetu_pipelines.provisions import (
     replace_provisions,
     stored_provisions,
 )
+from civicsetu_pipelines.store import record_set_asides
 
 
 @dg.asset(
@@ -61,13 +63,17 @@ def state_provisions(
     documents = load_registry().documents(jurisdiction)
     drafts = frozenset(s.key for s in documents if "draft" in str(s.status).lower())
     has_rules = any(str(s.doc_type) in {"rules", "regulations"} for s in documents)
+    asides: list[SetAside] = []
     with postgres.connect() as conn:
         matters = prescribed_matters(stored_act_chunks(conn, act_document_key()))
         provisions = (
-            read_provisions(conn, jurisdiction, load_matter_specs(), matters, drafts)
+            read_provisions(conn, jurisdiction, load_matter_specs(), matters, drafts, asides)
             if has_rules else []
         )  # fmt: skip
         replace_provisions(conn, jurisdiction, provisions)
+        record_set_asides(conn, jurisdiction, "provisions", asides)
+    for aside in asides:
+        context.log.error(f"{aside.document_key}: its provisions set aside: {aside.reason()}")
     if not has_rules:
         context.log.info(f"{jurisdiction}: no rules or regulations in the registry, so no "
                          "provisions to read")  # fmt: skip
@@ -80,6 +86,7 @@ def state_provisions(
             "matters": len(provisions),
             "found": len(found),
             "from_the_act": sum(p.status == "act" for p in provisions),
+            "documents_set_aside": dg.MetadataValue.json(by_document(asides)),
             "provisions": dg.MetadataValue.md("\n".join(table)),
         }  # fmt: skip
     )

@@ -7,12 +7,14 @@ Thin wrappers over :mod:`civicsetu_pipelines.store.embedding` and
 import datetime as dt
 import json
 import time
+from functools import partial
 from typing import Any
 
 import dagster as dg
 import numpy as np
 import pandas as pd
 
+from civicsetu_pipelines.base import SetAside, by_document, contained
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
@@ -28,6 +30,7 @@ from civicsetu_pipelines.store import (
     explain_nearest,
     load_partition,
     prepare,
+    record_set_asides,
     row_sha256,
     rows_without_vectors,
     served_on,
@@ -56,6 +59,13 @@ def _check(name: str, asset: str, description: str, blocking: bool = False) -> d
         _check("dimension", "chunk_embeddings", "Vectors have the model's dimension", True),
         _check("no_nan", "chunk_embeddings", "No NaN or infinite component", True),
         _check("unit_norm", "chunk_embeddings", "Vectors are normalized (|v| = 1)", True),
+        _check(
+            "documents_set_aside",
+            "chunk_embeddings",
+            "No document was set aside: a "
+            "document whose texts the model could not encode is left out (its previous rows "
+            "stay served), named here with the error, and the others are embedded",
+        ),
     ],
 )
 def chunk_embeddings(
@@ -71,10 +81,17 @@ def chunk_embeddings(
     config = embedder.config()
     model_id = config.model_id
     texts = [document_text(row.label, row.title, row.text) for row in section_chunks.itertuples()]
+    keys = section_chunks["document_key"].astype(str).tolist() if len(section_chunks) else []
     started = time.monotonic()
     with postgres.connect() as conn:
-        cached, embedded_now = embed_with_cache(context, conn, embedder, texts)
+        cached, embedded_now, asides = embed_documents(context, conn, embedder, keys, texts)
+        record_set_asides(conn, context.partition_key, "embedding", asides)
     seconds = time.monotonic() - started
+    if asides:
+        dropped = {a.document_key for a in asides}
+        kept = [k not in dropped for k in keys]
+        section_chunks = section_chunks[kept]
+        texts = [t for t, keep in zip(texts, kept, strict=True) if keep]
     shas = [text_sha256(text) for text in texts]
     matrix = (
         np.stack([cached[sha][0] for sha in shas])
@@ -102,6 +119,13 @@ def chunk_embeddings(
             "encode_seconds": round(seconds, 2),
             "chunks_per_second": round(embedded_now / seconds, 1) if embedded_now else 0.0,
         },
+    )
+    yield dg.AssetCheckResult(
+        check_name="documents_set_aside",
+        passed=not asides,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="; ".join(f"{a.document_key}: {a.reason()}" for a in asides)[:1000] or None,
+        metadata={"documents": dg.MetadataValue.json(by_document(asides))},
     )
     norms = np.linalg.norm(matrix, axis=1) if len(matrix) else np.ones(0)
     yield dg.AssetCheckResult(
@@ -145,6 +169,39 @@ def embed_with_cache(
     return cached, len(todo)
 
 
+def embed_documents(
+    context: dg.AssetExecutionContext,
+    conn: Any,
+    embedder: EmbeddingResource,
+    keys: list[str],
+    texts: list[str],
+) -> tuple[dict[str, tuple[np.ndarray, int]], int, list[SetAside]]:
+    """:func:`embed_with_cache` of every text in one batch (the fast path); when that raises,
+    document by document, so one document the model cannot encode is set aside (named with
+    the error) and the others are embedded. Returns the vectors, how many texts were encoded
+    and the documents set aside."""
+    try:
+        cached, now = embed_with_cache(context, conn, embedder, texts)
+        return cached, now, []
+    except Exception as exc:  # noqa: BLE001 - found below, document by document
+        context.log.warning(f"embedding all texts failed ({type(exc).__name__}: {exc}); "
+                            "embedding document by document")  # fmt: skip
+    cached, now, asides = {}, 0, []
+    for key in dict.fromkeys(keys):
+        own = [t for k, t in zip(keys, texts, strict=True) if k == key]
+        done, aside = contained("embedding", key, partial(embed_with_cache, context, conn,
+                                                          embedder, own))  # fmt: skip
+        if done is None:
+            assert aside is not None
+            context.log.error(f"{key}: set aside (its previous rows stay served): "
+                              f"{aside.reason()}")  # fmt: skip
+            asides.append(aside)
+            continue
+        cached.update(done[0])
+        now += done[1]
+    return cached, now, asides
+
+
 STORE_CHECKS = [
     _check("store_dimension", "legal_chunks", "The table's vector dimension and model match"),
     _check("current_count", "legal_chunks", "Current rows equal the chunks of loaded documents"),
@@ -180,8 +237,13 @@ def legal_chunks(
     config = embedder.config()
     merged = section_chunks.merge(chunk_embeddings, on="chunk_id", how="left", validate="1:1")
     if merged["embedding"].isna().any():
-        missing = merged.loc[merged["embedding"].isna(), "label"].head(5).tolist()
-        raise dg.Failure(f"chunks without embeddings (e.g. {missing}); re-run chunk_embeddings")
+        # a document chunk_embeddings set aside (its check names why) is not loaded: its
+        # previous rows stay served
+        unembedded = sorted(set(merged.loc[merged["embedding"].isna(), "document_key"]))
+        context.log.error(f"not loaded, their chunks have no embedding (chunk_embeddings' "
+                          f"documents_set_aside check says why): {unembedded}")  # fmt: skip
+        merged = merged[~merged["document_key"].isin(unembedded)]
+        section_chunks = section_chunks[~section_chunks["document_key"].isin(unembedded)]
     loaded = set(section_chunks["document_key"]) if len(section_chunks) else set()
     documents = [
         DocumentVersionInput(

@@ -1,0 +1,195 @@
+"""A document is the unit of failure in every per-document step (issue 35): an exception while one
+document is parsed, structured, read as an instrument or given its graph edges sets that document
+aside, named with the step, the error and where; its previous rows stay served; the jurisdiction's
+other documents load and its run succeeds. A state government order (G.O.) whose one amending
+instruction is in no numbered paragraph, framed by its abstract, "Read the following" list,
+ORDER, NOTIFICATION, signature and "Copy to" list, amends its rules from its date.
+
+The faults a pipeline bug would raise are injected into the real steps (the structure decoder,
+the reference reader) for one document each; everything else is the real pipeline on generated
+PDFs and the embedded Postgres.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from civicsetu_pipelines.store import read_stats, unit_history
+from civicsetu_pipelines.store.database import connect
+from civicsetu_pipelines_tests.amending_documents import RULES_TITLE, rules_pages
+from civicsetu_pipelines_tests.conftest import STORE_ASSETS, StoreEnv
+from civicsetu_pipelines_tests.pdfgen import write_pdf
+
+J = "MIZORAM"
+ORDER_DATE = dt.date(2019, 1, 28)
+GO = [
+    "GOVERNMENT OF MIZORAM",
+    "ABSTRACT",
+    "Real Estate (Regulation and Development) Act, 2016 - Mizoram Real Estate (Regulation and "
+    "Development) Rules, 2018 - Amendment - Notification - Orders - Issued.",
+    "URBAN DEVELOPMENT AND POVERTY ALLEVIATION DEPARTMENT",
+    "G.O.Ms.No. 21                                        Dated: 28-01-2019",
+    "Read the following:",
+    "1. G.O.Ms.No. 107, UD&PA Department, dated 27-03-2018.",
+    "2. From the Chairperson, Mizoram RERA, Lr.No. 123/2018, dated 12-11-2018.",
+    "ORDER:",
+    "The following notification shall be published in an Extraordinary issue of the Mizoram "
+    "Gazette.",
+    "NOTIFICATION",
+    "In exercise of the powers conferred by section 84 of the Real Estate (Regulation and "
+    "Development) Act, 2016, the Government of Mizoram hereby makes the following amendment to "
+    f"the {RULES_TITLE} (hereinafter referred to as the said rules).",
+    "AMENDMENT",
+    "In sub-rule (2) of rule 3 of the said rules, for the word \u201cten\u201d the word "
+    "\u201ctwenty\u201d shall be substituted.",
+    "(BY ORDER AND IN THE NAME OF THE GOVERNOR OF MIZORAM)",
+    "R. LALRINTLUANGA",
+    "PRINCIPAL SECRETARY TO GOVERNMENT",
+    "To",
+    "The Commissioner of Printing, Aizawl.",
+    "Copy to:",
+    "1. The Chairperson, Mizoram RERA.",
+    "2. All Heads of Departments.",
+]
+CIRCULAR = [
+    "MIZORAM REAL ESTATE REGULATORY AUTHORITY",
+    "CIRCULAR",
+    "1. Every promoter shall display the registration number of the project at its site, as "
+    "rule 5 requires, in letters legible from the road. GRAPHFAULT",
+    "2. A promoter who does not shall be heard before any penalty is imposed on him.",
+]
+FAULTY = [
+    "GOVERNMENT OF MIZORAM",
+    "NOTIFICATION",
+    "1. Every real estate agent shall renew the registration before it expires.",
+    "2. The Authority shall publish the list of registered agents on its website.",
+]
+
+
+def _entry(env: StoreEnv, key: str, title: str, kind: str, day: str, path: Path) -> dict[str, Any]:
+    return {
+        "key": key, "title": title, "jurisdiction": J, "doc_type": kind, "effective_date": day,
+        "source_url": f"https://example.gov.in/{path.name}", "filename": path.name,
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "language": "eng",
+        "status": "in_force",
+    }  # fmt: skip
+
+
+@pytest.fixture
+def mizoram(store_env: StoreEnv) -> StoreEnv:
+    rules = write_pdf(store_env.mirror / "rules.pdf", rules_pages())
+    order = write_pdf(store_env.mirror / "go.pdf", [GO])
+    circular = write_pdf(store_env.mirror / "circular.pdf", [CIRCULAR])
+    faulty = write_pdf(store_env.mirror / "faulty.pdf", [FAULTY])
+    truncated = store_env.mirror / "truncated.pdf"
+    truncated.write_bytes(rules.read_bytes()[: len(rules.read_bytes()) // 3])
+    store_env.write_registry([
+        _entry(store_env, "mz_rules", RULES_TITLE, "rules", "2018-06-01", rules),
+        _entry(store_env, "mz_go_21", "G.O.Ms.No. 21 amending the Mizoram rules", "order",
+               ORDER_DATE.isoformat(), order),
+        _entry(store_env, "mz_circular", "Circular on display boards", "circular", "2019-03-01",
+               circular),
+        _entry(store_env, "mz_faulty", "Notification on agents", "notification", "2019-04-01",
+               faulty),
+        _entry(store_env, "mz_truncated", "A truncated download", "rules", "2019-05-01",
+               truncated),
+    ])  # fmt: skip
+    return store_env
+
+
+def _inject_faults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline bug in two steps, each for one document: the structure decoder raises on
+    mz_faulty, the reference reader on the circular's marked paragraph."""
+    from civicsetu_pipelines.graph import edges
+    from civicsetu_pipelines.ingest import documents
+
+    build_chunks, extract_references = documents.build_chunks, edges.extract_references
+
+    def broken_build(pages: Any, **kwargs: Any) -> Any:
+        if kwargs["document_key"] == "mz_faulty":
+            raise RuntimeError("a decoder bug")
+        return build_chunks(pages, **kwargs)
+
+    def broken_references(text: str) -> Any:
+        if "GRAPHFAULT" in text:
+            raise KeyError("a reader bug")
+        return extract_references(text)
+
+    monkeypatch.setattr(documents, "build_chunks", broken_build)
+    monkeypatch.setattr(edges, "extract_references", broken_references)
+
+
+ASSETS = (*STORE_ASSETS, "document_catalog", "graph_edges")
+
+
+def _current(url: str) -> dict[str, int]:
+    with connect(url) as conn:
+        rows = conn.execute(
+            "SELECT document_key, count(*) FROM legal_chunks WHERE jurisdiction = %s AND "
+            "status = 'current' GROUP BY 1",
+            (J,),
+        ).fetchall()
+    return {str(k): int(n) for k, n in rows}
+
+
+def test_each_failure_stays_in_its_document_and_the_run_succeeds(
+    mizoram: StoreEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = mizoram.run_assets(J, ASSETS)
+    assert first.success
+    checks = mizoram.checks(first)
+    assert not checks[("parsed_pages", "all_documents_parsed")].passed  # the truncated file
+    assert checks[("section_chunks", "documents_set_aside")].passed
+    applied = checks[("section_chunks", "amendments_applied")]
+    assert applied.passed, applied.description
+    served = _current(mizoram.database_url)
+    assert {"mz_rules", "mz_go_21", "mz_circular", "mz_faulty"} <= set(served)
+    assert "mz_truncated" not in served
+
+    # The G.O.'s one unnumbered instruction changed sub-rule (2) of rule 3 from its date; its
+    # framing (the "Read the following" list, the signature, "Copy to") is no instruction.
+    with connect(mizoram.database_url) as conn:
+        history = unit_history(conn, "mz_rules", "Rule 3(2)")
+    texts = [(str(h["text"]), h["valid_from"], h["valid_to"]) for h in history]
+    before = [t for t in texts if "ten rupees" in t[0]]
+    after = [t for t in texts if "twenty rupees" in t[0]]
+    assert before and after, texts
+    assert before[0][2] == ORDER_DATE and after[0][1] == ORDER_DATE
+
+    # The same documents again, with a bug in two steps for one document each.
+    _inject_faults(monkeypatch)
+    second = mizoram.run_assets(J, ASSETS)
+    assert second.success
+    checks = mizoram.checks(second)
+    aside = checks[("section_chunks", "documents_set_aside")]
+    assert not aside.passed
+    named = aside.metadata["documents"].value
+    assert list(named) == ["mz_faulty"], named
+    assert named["mz_faulty"][0].startswith("structure: RuntimeError: a decoder bug"), named
+    graph = checks[("graph_edges", "documents_set_aside")]
+    assert not graph.passed
+    assert "mz_circular" in graph.metadata["documents"].value
+    assert "graph: KeyError" in graph.metadata["documents"].value["mz_circular"][0]
+    # nothing is lost: the set-aside document's previous rows stay served, the others load
+    assert _current(mizoram.database_url) == served
+    with connect(mizoram.database_url) as conn:
+        stats = {r["key"]: r for r in read_stats(conn)}
+        edges_of = dict(
+            conn.execute(
+                "SELECT source_document, count(*) FROM graph_edges WHERE jurisdiction = %s "
+                "GROUP BY 1",
+                (J,),
+            ).fetchall()
+        )
+    assert stats["mz_faulty"]["ingest_status"] == "set_aside"
+    assert "structure: RuntimeError: a decoder bug" in stats["mz_faulty"]["error"]
+    assert stats["mz_circular"]["ingest_status"] == "set_aside"
+    assert "graph: KeyError" in stats["mz_circular"]["error"]
+    assert stats["mz_truncated"]["ingest_status"] == "failed"
+    assert stats["mz_rules"]["ingest_status"] == "ok"
+    assert "mz_circular" not in edges_of and edges_of.get("mz_rules", 0) > 0
