@@ -62,3 +62,37 @@ def rules_pages() -> list[list[str]]:
     for n, (title, paragraphs) in enumerate(RULES, 1):
         rows += [f"{n}. {title}.\u2014 {paragraphs[0]}", *paragraphs[1:]]
     return [rows]
+
+
+# A state government order (G.O.) amending those rules by one instruction in no numbered
+# paragraph, framed as departments print it (issue 35)
+ORDER_DATE = dt.date(2019, 1, 28)
+GO = [
+    "GOVERNMENT OF MIZORAM",
+    "ABSTRACT",
+    "Real Estate (Regulation and Development) Act, 2016 - Mizoram Real Estate (Regulation and "
+    "Development) Rules, 2018 - Amendment - Notification - Orders - Issued.",
+    "URBAN DEVELOPMENT AND POVERTY ALLEVIATION DEPARTMENT",
+    "G.O.Ms.No. 21                                        Dated: 28-01-2019",
+    "Read the following:",
+    "1. G.O.Ms.No. 107, UD&PA Department, dated 27-03-2018.",
+    "2. From the Chairperson, Mizoram RERA, Lr.No. 123/2018, dated 12-11-2018.",
+    "ORDER:",
+    "The following notification shall be published in an Extraordinary issue of the Mizoram "
+    "Gazette.",
+    "NOTIFICATION",
+    "In exercise of the powers conferred by section 84 of the Real Estate (Regulation and "
+    "Development) Act, 2016, the Government of Mizoram hereby makes the following amendment to "
+    f"the {RULES_TITLE} (hereinafter referred to as the said rules).",
+    "AMENDMENT",
+    "In sub-rule (2) of rule 3 of the said rules, for the word \u201cten\u201d the word "
+    "\u201ctwenty\u201d shall be substituted.",
+    "(BY ORDER AND IN THE NAME OF THE GOVERNOR OF MIZORAM)",
+    "R. LALRINTLUANGA",
+    "PRINCIPAL SECRETARY TO GOVERNMENT",
+    "To",
+    "The Commissioner of Printing, Aizawl.",
+    "Copy to:",
+    "1. The Chairperson, Mizoram RERA.",
+    "2. All Heads of Departments.",
+]

@@ -134,10 +134,10 @@ _FORMULAE = [
         rf"{_QUOTED.format(name='old')}\s*,?\s*(?:occurring\s+[^,]{{0,80}},?\s*)?shall\s+be\s+"
         r"omitted", re.I)),
     ("substitute", re.compile(
-        rf"for\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following\s+[\w\s-]{{1,40}}?\s+shall\s+be\s+"
+        rf"for\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following(?:\s+[\w\s-]{{1,40}}?)?\s+shall\s+be\s+"
         rf"substituted{_NAMELY}(?P<new>.+)", re.I | re.S)),
     ("insert", re.compile(
-        rf"(?P<pos>after|before)\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following\s+[\w\s-]{{1,40}}?"
+        rf"(?P<pos>after|before)\s+(?P<addr>{ADDRESS}){_SAID}\s*,?\s*the\s+following(?:\s+[\w\s-]{{1,40}}?)?"
         rf"\s+shall\s+be\s+inserted{_NAMELY}(?P<new>.+)", re.I | re.S)),
     ("renumber", re.compile(
         rf"(?P<addr>{ADDRESS}){_SAID}\s*shall\s+be\s+re-?numbered\s+as\s+"
