@@ -240,7 +240,10 @@ def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
     # an instruction not in a numbered paragraph (a G.O.'s one "In sub-rule (2) of rule 18, for
     # ..."): the operative text before the first paragraph is a paragraph of its own
     if not bounds or _VERB.search(text, start, bounds[0]):
-        bounds.insert(0, start)
+        verb = _VERB.search(text, start)
+        enacting = [m.end() for m in _ENACTING.finditer(text, start, verb.start() if verb else end)
+                    if _outside(m.start(), quoted)]  # fmt: skip
+        bounds.insert(0, enacting[-1] if enacting else start)
     for a, b in zip(bounds, [*bounds[1:], end], strict=True):
         paragraph = text[a:b]
         if not _VERB.search(paragraph):
@@ -285,6 +288,15 @@ _FRAME_HEADING = re.compile(
 _FRAME_END = re.compile(
     r"(?:^|\n)[ \t(\[]*(?:By[ \t]+(?:the[ \t]+)?(?:order|command)\b|Copy[ \t]+to\b|"
     r"Copy[ \t]+forwarded\b|To[ \t]*[,:]?[ \t]*\n)",
+    re.I,
+)
+
+
+# The enacting formula that opens an instrument's instructions: "... makes the following rules
+# further to amend the X Rules, 2017, namely:-", "... hereby makes the following amendment to ..."
+_ENACTING = re.compile(
+    r"\bnamely\s*[:.\-\u2013\u2014]+|\bmakes?\s+the\s+following\s+(?:rules|amendments?)\b"
+    r"[^.\n]*(?:\n[^.\n]*){0,3}\.(?=\s)",
     re.I,
 )
 

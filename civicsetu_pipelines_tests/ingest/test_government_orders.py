@@ -51,6 +51,12 @@ def test_no_numbered_paragraph_and_no_framing_at_all() -> None:
             "shall be substituted.")  # fmt: skip
     (one,) = read_instructions([(1, text)]).instructions
     assert one.target == Address("rule", "18", ("2",)) and one.new_words == "five"
+    # after an enacting formula and a place-date line, the instruction's words are its own
+    framed = "\n".join(["NOTIFICATION", "Gandhinagar, the 1st March, 2024.",
+                         "The Government hereby makes the following rules further to amend the "
+                         "X Rules, 2016, namely:-", text, "By order of the Governor,"])  # fmt: skip
+    (one,) = read_instructions([(1, framed)]).instructions
+    assert one.words == text
 
 
 def test_a_quoted_table_is_the_new_text_of_a_substitution() -> None:
