@@ -60,6 +60,19 @@ ENV_MODELS_DIR = "CIVICSETU_MODELS_DIR"
 # <state>/storage/ranker/promoted.json; absent until a ranker wins on dev); "none" serves the
 # hand-set ranking whatever was promoted.
 ENV_RANKER = "CIVICSETU_RANKER"
+# The OCR budget of one document's parse: at most this many pages OCR'd, this many seconds of
+# OCR in all, this many seconds for one page (the Tesseract calls are killed past it), and a page
+# rendered for OCR at no more than this many pixels (a huge page is read at a lower resolution,
+# flagged ``ocr_downscaled``). A page a budget leaves unread is flagged ``needs_ocr`` and
+# ``ocr_skipped_budget``, never silently empty.
+ENV_OCR_MAX_PAGES = "CIVICSETU_OCR_MAX_PAGES"
+ENV_OCR_MAX_SECONDS = "CIVICSETU_OCR_MAX_SECONDS"
+ENV_OCR_PAGE_TIMEOUT = "CIVICSETU_OCR_PAGE_TIMEOUT"
+ENV_OCR_MAX_PIXELS = "CIVICSETU_OCR_MAX_PIXELS"
+DEFAULT_OCR_MAX_PAGES = 500  # the corpus's longest scan is 44 pages
+DEFAULT_OCR_MAX_SECONDS = 3600.0
+DEFAULT_OCR_PAGE_TIMEOUT = 120.0  # a corpus page takes 2-12 s (both layouts)
+DEFAULT_OCR_MAX_PIXELS = 25_000_000  # A4 at 400 dpi is 15.5 million, the corpus's pages < 9
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
@@ -80,6 +93,10 @@ class Settings:
     registry_paths: tuple[Path, ...] = ()  # empty: the packaged documents.yaml
     parse_cache_override: Path | None = None  # CIVICSETU_PARSE_CACHE; None: under the state dir
     models_override: Path | None = None  # CIVICSETU_MODELS_DIR; None: under the state dir
+    ocr_max_pages: int = DEFAULT_OCR_MAX_PAGES  # CIVICSETU_OCR_MAX_PAGES
+    ocr_max_seconds: float = DEFAULT_OCR_MAX_SECONDS  # CIVICSETU_OCR_MAX_SECONDS
+    ocr_page_timeout: float = DEFAULT_OCR_PAGE_TIMEOUT  # CIVICSETU_OCR_PAGE_TIMEOUT
+    ocr_max_pixels: int = DEFAULT_OCR_MAX_PIXELS  # CIVICSETU_OCR_MAX_PIXELS
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -102,6 +119,10 @@ class Settings:
             ),
             parse_cache_override=_path_or_none(os.environ.get(ENV_PARSE_CACHE)),
             models_override=_path_or_none(os.environ.get(ENV_MODELS_DIR)),
+            ocr_max_pages=int(_number(ENV_OCR_MAX_PAGES, DEFAULT_OCR_MAX_PAGES)),
+            ocr_max_seconds=_number(ENV_OCR_MAX_SECONDS, DEFAULT_OCR_MAX_SECONDS),
+            ocr_page_timeout=_number(ENV_OCR_PAGE_TIMEOUT, DEFAULT_OCR_PAGE_TIMEOUT),
+            ocr_max_pixels=int(_number(ENV_OCR_MAX_PIXELS, DEFAULT_OCR_MAX_PIXELS)),
         )
 
     @property
@@ -159,6 +180,21 @@ def models_dir(state_dir: Path | str, override: Path | str | None = None) -> Pat
     """Extracted models and their ONNX exports: ``override`` when given
     (``CIVICSETU_MODELS_DIR``), else ``<state>/models``."""
     return Path(override) if override else Path(state_dir) / "models"
+
+
+def _number(name: str, default: float) -> float:
+    """A positive number from the environment, ``default`` when unset or empty; a value that is
+    not one is a ``ValueError`` naming the variable."""
+    raw = (os.environ.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number") from None
+    if not value > 0:
+        raise ValueError(f"{name}={raw!r} must be greater than 0")
+    return value
 
 
 def _path_or_none(value: str | None) -> Path | None:

@@ -118,6 +118,15 @@ def inspect(
         if found["ocr_unread_pages"]:
             pages = ", ".join(str(page) for page in found["ocr_unread_pages"])
             out.print(f"[yellow]OCR left text-like ink unread on page(s) {pages}[/yellow]")
+        for skipped in found["ocr_skipped_budget_pages"]:
+            out.print(f"[yellow]page {skipped['page']}: not OCR'd: {skipped['why']}[/yellow]")
+        if found["ocr_downscaled_pages"]:
+            pages = ", ".join(str(page) for page in found["ocr_downscaled_pages"])
+            out.print(f"[yellow]page(s) {pages} OCR'd at a lower resolution: too many pixels "
+                      "(CIVICSETU_OCR_MAX_PIXELS)[/yellow]")  # fmt: skip
+        if found["doubled_glyph_pages"]:
+            pages = ", ".join(f"{d['page']} ({d['glyphs']})" for d in found["doubled_glyph_pages"])
+            out.print(f"glyphs drawn twice, read once, on page(s) {pages}")
         for judged in found["text_layers_not_trusted"]:
             out.print(f"[yellow]page {judged['page']}: {judged['why']}[/yellow]")
         table = Table(title=f"{len(found['units'])} units")
@@ -127,6 +136,10 @@ def inspect(
             table.add_row(unit["label"], unit["title"][:80], str(unit["first_page"]),
                           str(unit["last_page"]))  # fmt: skip
         out.print(table)
+        if found["ocr_number_reads"]:  # never silent: each number read through OCR's confusions
+            reads = ", ".join(f"{r['label']} ('{r['printed']}' as '{r['read']}')"
+                              for r in found["ocr_number_reads"])  # fmt: skip
+            out.print(f"[yellow]numbers read through OCR's confusions: {reads}[/yellow]")
         out.print(f"coverage {found['coverage']:.4f}")
         for check in found["checks"]:
             if check["passed"]:

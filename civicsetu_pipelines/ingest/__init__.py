@@ -12,6 +12,10 @@ Modules, in the order they build on each other:
 * ``ocr`` -- Tesseract OCR of pages without a text layer
 * ``sequence`` -- the best path through candidate headings: the document's numbering
 * ``headings`` -- the heading grammar: candidate unit headings, titles, appendices
+* ``ocr_numbers`` -- numbers as an OCR'd text layer prints them ("2," "I0." "(l)"), read as
+  numbers only where the sequence expects one, and flagged
+* ``structure_types`` -- the stream, units and decoded structure (legal_structure builds them,
+  structure_checks checks them)
 * ``legal_structure`` -- a document's numbered units (sections, rules, forms ...) and chunks
 * ``structure_checks`` -- self-checks of a decoded structure (sequence, swallowed, titles ...)
 * ``documents`` -- the per-document steps: fetch, parse (cached), chunk

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document
 from civicsetu_pipelines.ingest.legal_structure import build_chunks
 from civicsetu_pipelines.ingest.ocr import tesseract_identity
@@ -122,8 +123,12 @@ def pages_fingerprint(sha256: str, pages: Sequence[int], language: str, ocr: boo
         "language": language,
         "ocr": ocr,
         "tesseract": tesseract_identity() if ocr else "",
+        # a huge page is OCR'd at the resolution this many pixels allow
+        "ocr_max_pixels": Settings.from_env().ocr_max_pixels if ocr else 0,
         "parser": _source_hash(
             "civicsetu_pipelines.ingest.pages",
+            "civicsetu_pipelines.ingest.glyphs",
+            "civicsetu_pipelines.ingest.margin_numbers",
             "civicsetu_pipelines.ingest.ocr",
             "civicsetu_pipelines.base.canonical",
         ),
@@ -185,7 +190,8 @@ def parse_pages_cached(
         began = time.monotonic()
         parsed = parse_pdf(key, path, pages=list(pages), language=language, ocr=ocr)
         out = [dataclasses.asdict(page) for page in parsed]
-        cached = not any("needs_ocr" in page.flags for page in parsed)
+        # a page left for OCR (no Tesseract, or an OCR budget spent) is read again next time
+        cached = not any({"needs_ocr", "ocr_skipped_budget"} & set(page.flags) for page in parsed)
         if cached:
             tmp = cache.with_name(f".{cache.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(out, ensure_ascii=False))

@@ -16,9 +16,11 @@ from civicsetu_pipelines.base import sha256_file
 from civicsetu_pipelines.ingest.documents import parse_pages_cached
 from civicsetu_pipelines.ingest.headings import UNIT_WORD
 from civicsetu_pipelines.ingest.kinds import kind_names, load_kinds
-from civicsetu_pipelines.ingest.legal_structure import build_chunks, read_structure
+from civicsetu_pipelines.ingest.legal_structure import Chunk, build_chunks, read_structure
+from civicsetu_pipelines.ingest.ocr_numbers import parse_read_flag
 from civicsetu_pipelines.ingest.pages import open_pdf, parse_pdf
 from civicsetu_pipelines.ingest.registry import page_spans
+from civicsetu_pipelines.ingest.structure_types import Unit
 
 KINDS = kind_names()
 DETECT_PAGES = 4  # the kind is read from the first pages with body text (not a bilingual
@@ -74,14 +76,15 @@ def inspect_pdf(
         read = [p["text"] for p in parsed if p["text"].strip()][:DETECT_PAGES]
         kind, reason = detect_kind("\n".join(read))
     structure = read_structure(parsed, kind)
-    _chunks, report = build_chunks(parsed, document_key=path.stem, jurisdiction="INSPECT",
-                                   doc_type=kind, structure=structure)  # fmt: skip
+    chunks, report = build_chunks(parsed, document_key=path.stem, jurisdiction="INSPECT",
+                                  doc_type=kind, structure=structure)  # fmt: skip
     units = []
     for unit in structure.decoded.units:
         first, _ = structure.stream.locate(unit.start)
         last, _ = structure.stream.locate(max(unit.start, unit.end - 1))
         units.append({"label": unit.label, "number": unit.number, "title": unit.title,
-                      "first_page": first, "last_page": last})  # fmt: skip
+                      "first_page": first, "last_page": last,
+                      "flags": list(unit.flags)})  # fmt: skip
     return {
         "path": str(path),
         "kind": kind,
@@ -92,11 +95,53 @@ def inspect_pdf(
         "needs_ocr_pages": sum(1 for p in parsed if "needs_ocr" in p["flags"]),
         "ocr_unread_pages": [p["page"] for p in parsed if "ocr_unread" in p["flags"]],
         "text_layers_not_trusted": _untrusted_layers(parsed),
+        # pages an OCR budget left unread (or a text layer left unjudged), and why; pages read
+        # at a lower resolution than they wanted (the pixel budget): never silent
+        "ocr_skipped_budget_pages": [
+            {"page": p["page"], "why": _OCR_BUDGETS.get(f, f)}
+            for p in parsed
+            if "ocr_skipped_budget" in p["flags"]
+            for f in p["flags"]
+            if f in _OCR_BUDGETS
+        ],
+        "ocr_downscaled_pages": [p["page"] for p in parsed if "ocr_downscaled" in p["flags"]],
+        # pages whose text layer drew glyphs twice (strips, overlapping boxes): each read once
+        "doubled_glyph_pages": [
+            {"page": p["page"], "glyphs": int(f.partition(":")[2])}
+            for p in parsed
+            for f in p["flags"]
+            if f.startswith("doubled_glyphs:")
+        ],
         "units": units,
+        "ocr_number_reads": _number_reads(chunks, structure.decoded.units),
         "coverage": round(report.coverage, 4),
         "structure_ok": report.structure_ok,
         "checks": [c.as_dict() for c in report.checks],
     }
+
+
+def _number_reads(chunks: Sequence[Chunk], units: Sequence[Unit]) -> list[dict[str, Any]]:
+    """Every number read through an OCR'd layer's confusions ("2," as 2., "(l)" as (1)): the
+    unit whose number it is, or the first chunk of the sub-unit; as printed and as read."""
+    own = {(u.label, flag) for u in units for flag in u.flags}
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for chunk in chunks:
+        for flag in chunk.flags:
+            read = parse_read_flag(flag)
+            if read is None or (chunk.section_label, flag) in seen:
+                continue
+            seen.add((chunk.section_label, flag))
+            where = chunk.section_label if (chunk.section_label, flag) in own else chunk.label
+            out.append({"label": where, "printed": read[0], "read": read[1]})
+    return out
+
+
+_OCR_BUDGETS = {
+    "ocr_budget_pages": "the document's OCR page budget was spent (CIVICSETU_OCR_MAX_PAGES)",
+    "ocr_budget_seconds": "the document's OCR time budget was spent (CIVICSETU_OCR_MAX_SECONDS)",
+    "ocr_page_timeout": "Tesseract ran past the page's time budget (CIVICSETU_OCR_PAGE_TIMEOUT)",
+}
 
 
 def _untrusted_layers(parsed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ Pure domain code (no Dagster). Every number, label and title comes from the pars
   them is kept page by page.
 
 Long units are split along their own numbering (``(1)``, ``(a)``, ``(i)``) with the markers kept
-in the text.
+in the text. Numbers an OCR'd text layer misprinted (``2,``, ``I0.``, ``(l)`` for ``(1)``) are
+read as numbers only where the sequence expects one, and flagged so
+(:mod:`~civicsetu_pipelines.ingest.ocr_numbers`).
 """
 
 from __future__ import annotations
@@ -42,8 +44,16 @@ from civicsetu_pipelines.ingest.headings import (
     question_heading,
 )
 from civicsetu_pipelines.ingest.kinds import load_kinds
+from civicsetu_pipelines.ingest.ocr_numbers import (
+    OCR_MARKER,
+    marker_readings,
+    next_number_follows,
+    ocr_read_heading,
+    read_flag,
+)
 from civicsetu_pipelines.ingest.sequence import decode
 from civicsetu_pipelines.ingest.structure_checks import StructureCheck, check_structure, failed
+from civicsetu_pipelines.ingest.structure_types import Decoded, Stream, StreamRow, Unit
 
 NAMESPACE = uuid.UUID("5b0d6a43-7f4e-4bb1-9a4e-2f1c0c1e9a11")
 MAX_CHARS = 2400
@@ -52,37 +62,6 @@ BODYLESS_PENALTY = 1.0  # a heading with no body before the next heading (a list
 
 
 _ROMAN = re.compile(r"^[ivxlc]+$")
-
-
-@dataclass
-class StreamRow:
-    """A row of body text placed in the document stream (all pages' text, joined)."""
-
-    start: int
-    end: int
-    page: int
-    y0: float
-    y1: float
-    bold: bool
-    text: str
-    x0: float = 0.0
-
-
-@dataclass
-class Stream:
-    text: str
-    rows: list[StreamRow]
-    page_offsets: list[tuple[int, int]]  # (page number, global offset of the page's text)
-    margin_notes: dict[int, list[dict[str, Any]]]
-
-    def locate(self, offset: int) -> tuple[int, int]:
-        """Global offset to (page number, offset into that page's text)."""
-        page, base = self.page_offsets[0]
-        for number, start in self.page_offsets:
-            if start > offset:
-                break
-            page, base = number, start
-        return page, offset - base
 
 
 def build_stream(pages: Sequence[dict[str, Any]]) -> Stream:
@@ -111,21 +90,6 @@ def build_stream(pages: Sequence[dict[str, Any]]) -> Stream:
         parts.append(text)
         cursor += len(text) + 1
     return Stream("\n".join(parts), rows, offsets, notes)
-
-
-@dataclass
-class Unit:
-    """A top-level unit: a section, rule, question, form, preamble..."""
-
-    unit: str
-    number: str | None
-    label: str
-    title: str
-    start: int  # global offset where the unit's text starts
-    end: int
-    body_start: int  # where the text after the heading (number and title) starts
-    chapter: str | None = None
-    flags: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -183,17 +147,6 @@ def chunk_id(document_key: str, unit: str, legal_path: str, place: int = 0) -> s
     return str(uuid.uuid5(NAMESPACE, f"{document_key}|{unit}|{legal_path}{suffix}"))
 
 
-@dataclass
-class Decoded:
-    """The units of a document and the candidates they were decoded from (for the checks)."""
-
-    units: list[Unit]
-    headings: list[Heading]  # every numbered-heading candidate, in document order
-    chosen: list[Heading]  # the decoded sequence
-    appendices: list[Appendix]  # every appendix-heading candidate
-    body_end: int  # where the numbered body ends (the first appendix after it starts)
-
-
 def decode_units(stream: Stream, doc_type: str) -> Decoded:
     """Find the top-level units of a document, in order, by its own grammar.
 
@@ -230,16 +183,19 @@ def decode_units(stream: Stream, doc_type: str) -> Decoded:
         appendix = appendix_at(rows, i)
         if appendix is not None:
             appendices.append(appendix)
+        read: Heading | None = None
         if unit_kind == "question":
             heading = question_heading(rows, i)
         else:
-            heading = numbered_heading(rows, i, paragraphs=paragraphs,
-                                       notes=stream.margin_notes,
-                                       margin_first=margin_first,
-                                       edge=edges.get(row.page, 0.0),
-                                       wrap_chars=wraps.get(row.page, 1e9))  # fmt: skip
-        if heading is not None:
-            headings.append(heading)
+            options: dict[str, Any] = dict(paragraphs=paragraphs, notes=stream.margin_notes,
+                                           margin_first=margin_first,
+                                           edge=edges.get(row.page, 0.0),
+                                           wrap_chars=wraps.get(row.page, 1e9))  # fmt: skip
+            heading = numbered_heading(rows, i, **options)
+            # the number as an OCR'd layer may print it ("2,", "I0."): one more candidate,
+            # which the decoder takes only where the sequence expects that number
+            read = ocr_read_heading(rows, i, **options)
+        headings.extend(h for h in (heading, read) if h is not None)
     _mark_bodyless(stream, headings)
     barriers = [rows[a.row].start for a in appendices if a.strong]
     credible = [rows[h.row].start for h in headings if h.score >= CREDIBLE_SCORE]
@@ -405,6 +361,7 @@ class Node:
     start: int
     end: int
     children: list[Node] = field(default_factory=list)
+    printed: str | None = None  # the marker as an OCR'd layer printed it ("(l)" read as (1))
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -440,7 +397,7 @@ def _marker_at(stream: Stream, start: int, end: int) -> list[tuple[int, str]]:
             continue
         begin = max(row.start, start)
         segment = stream.text[begin : min(row.end, end)]
-        match = MARKER.match(segment)
+        match = MARKER.match(segment) or OCR_MARKER.match(segment)
         if match:
             found.append((begin, match.group(1)))
     return found
@@ -455,16 +412,21 @@ def parse_tree(stream: Stream, unit: Unit) -> Node:
     for index, (pos, token) in enumerate(markers):
         kinds = _candidate_kinds(token)
         lookahead = markers[index + 1][1] if index + 1 < len(markers) else None
-        for kind, value in _order_kinds(kinds, token, lookahead, stack):
+        # as printed first; then, for "(l)" or "(2l)", its digits as an OCR'd layer confused them
+        ordered = _order_kinds(kinds, token, lookahead, stack)
+        readings = [(kind, value, None) for kind, value in ordered] + marker_readings(token)
+        for kind, value, printed in readings:
             parent_level = _level_for(kind, stack)
             if parent_level is None:
                 continue
             siblings_expected = expected.get(parent_level)
             if siblings_expected is None:
                 ok = value == 1
+                if printed is not None:  # a read (1) opens a list of sub-rules that goes on
+                    ok = ok and next_number_follows([t for _, t in markers[index + 1 :]], 1)
             else:
                 ok = siblings_expected[0] == kind and value == siblings_expected[1] + 1
-                if not ok and kind == "num" and siblings_expected[0] == "num":
+                if not ok and kind == "num" and siblings_expected[0] == "num" and not printed:
                     ok = value == siblings_expected[1]  # "(1A)" after "(1)"
             if not ok:
                 continue
@@ -473,7 +435,8 @@ def parse_tree(stream: Stream, unit: Unit) -> Node:
             for level in [lv for lv in expected if lv > parent_level]:
                 del expected[level]
             parent = stack[-1][0] if stack else root
-            node = Node(f"({token})", parent_level, pos, unit.end)
+            node = Node(f"({token})" if printed is None else f"({value})", parent_level, pos,
+                        unit.end, printed=printed)  # fmt: skip
             parent.children.append(node)
             stack.append((node, kind, value))
             expected[parent_level] = (kind, value)
@@ -523,6 +486,18 @@ def _level_for(kind: str, stack: list[tuple[Node, str, int]]) -> int | None:
     rank = {"num": 0, "alpha": 1, "roman": 2}
     deeper = [node for node, existing, _ in stack if rank[existing] < rank[kind]]
     return (deeper[-1].level + 1) if deeper else 1
+
+
+def _read_markers(node: Node, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], int, str]]:
+    """(path, start, flag) of every marker in ``node``'s tree that was read through OCR's
+    confusions ("(l)" read as (1)): the chunks that hold it, or are below it, say so."""
+    out = []
+    for child in node.children:
+        here = (*path, child.marker or "")
+        if child.printed is not None:
+            out.append((here, child.start, read_flag(child.printed, child.marker or "")))
+        out.extend(_read_markers(child, here))
+    return out
 
 
 def _close(node: Node, end: int) -> None:
@@ -672,6 +647,7 @@ def build_chunks(
             )
         else:
             pieces = _row_parts(stream, unit, max_chars)
+        reads = _read_markers(tree) if tree is not None else []
         ids: dict[tuple[str, ...], str] = {}
         for piece in pieces:
             text = canonicalize(stream.text[piece.start : piece.end])
@@ -691,6 +667,10 @@ def build_chunks(
             page_start, char_start = stream.locate(piece.start)
             page_end, char_end = stream.locate(max(piece.start, piece.end - 1))
             flags = list(unit.flags)
+            for path, start, flag in reads:  # a sub-unit's number read through OCR's confusions
+                inside = piece.start <= start < piece.end or piece.path[: len(path)] == path
+                if inside and flag not in flags:
+                    flags.append(flag)
             for page in range(page_start, page_end + 1):
                 for flag in (page_flags or {}).get(page, []):
                     if flag not in flags:

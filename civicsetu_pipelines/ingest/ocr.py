@@ -4,6 +4,9 @@ text the reading lost.
 Pure domain code (no Dagster). The page is rendered at ``dpi`` with PyMuPDF and read by the
 ``tesseract`` command (Debian's ``tesseract-ocr`` with the document's language data); word boxes
 come back in PDF points so OCR'd lines sit where a text layer's would.
+
+OCR is bounded per document by an :class:`OcrBudget` (pages, seconds, seconds a page, pixels a
+page; ``CIVICSETU_OCR_*``): a page past it raises :class:`OcrSkipped`, which says which budget.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -25,7 +30,7 @@ import numpy.typing as npt
 import pymupdf
 from scipy import ndimage
 
-from civicsetu_pipelines.base import canonicalize
+from civicsetu_pipelines.base import Settings, canonicalize
 
 COLUMN_GAP_HEIGHTS = 3.0  # a gap wider than three text heights between words separates columns
 MIN_WORDS_FOR_COLUMNS = 40  # fewer words than this: no column layout to find
@@ -97,6 +102,72 @@ def _tesseract_identity(executable: str) -> str:
     return digest.hexdigest()
 
 
+class OcrSkipped(Exception):
+    """A page OCR did not read because a budget of :class:`OcrBudget` was spent; ``flag`` names
+    which (``ocr_budget_pages``, ``ocr_budget_seconds`` or ``ocr_page_timeout``) and the message
+    says it in words."""
+
+    def __init__(self, flag: str, message: str) -> None:
+        super().__init__(message)
+        self.flag = flag
+
+
+@dataclass
+class OcrBudget:
+    """What OCR may spend on one document (``Settings``: ``CIVICSETU_OCR_MAX_PAGES``,
+    ``_MAX_SECONDS``, ``_PAGE_TIMEOUT``, ``_MAX_PIXELS``), and what it has spent."""
+
+    max_pages: int
+    max_seconds: float
+    page_timeout: float
+    max_pixels: int
+    pages: int = 0
+    seconds: float = 0.0
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None) -> OcrBudget:
+        s = settings or Settings.from_env()
+        return cls(s.ocr_max_pages, s.ocr_max_seconds, s.ocr_page_timeout, s.ocr_max_pixels)
+
+    def start_page(self) -> float:
+        """Before a page is OCR'd: :class:`OcrSkipped` when the document's budget is spent,
+        else the seconds the page may take."""
+        if self.pages >= self.max_pages:
+            raise OcrSkipped("ocr_budget_pages", f"the document's OCR budget of {self.max_pages} "
+                             "page(s) is spent (CIVICSETU_OCR_MAX_PAGES)")  # fmt: skip
+        left = self.max_seconds - self.seconds
+        if left <= 0:
+            spent = f"the document's OCR budget of {self.max_seconds:.0f} s is spent"
+            raise OcrSkipped("ocr_budget_seconds", f"{spent} (CIVICSETU_OCR_MAX_SECONDS)")
+        return min(self.page_timeout, left)
+
+    def max_dpi(self, page: pymupdf.Page) -> int:
+        """The highest resolution ``page`` renders at within ``max_pixels`` (at least 1)."""
+        area = page.rect.width * page.rect.height / 72.0**2  # square inches
+        return max(1, int((self.max_pixels / area) ** 0.5)) if area > 0 else MAX_DPI
+
+
+BLANK_DPI = 24  # a page is looked at this coarsely for ink (an A4 page: 198 x 281 pixels) ...
+BLANK_PIXELS = 4_000_000  # ... in at most this many pixels (a page 200 inches wide: 10 dpi)
+PAPER_LEVEL = 200  # a pixel of the coarse look darker than this (0-255) is ink
+
+
+def is_blank(page: pymupdf.Page) -> bool:
+    """Whether ``page`` puts no ink on paper: its content streams are empty, or rendered at
+    :data:`BLANK_DPI` no pixel is darker than :data:`PAPER_LEVEL` (a blank scan, a white box).
+    Such a page is neither re-read with pdfplumber nor OCR'd (a scanner's thousands of blank
+    pages would otherwise be OCR'd at a second or more each)."""
+    try:
+        if not any((page.parent.xref_stream(x) or b"").strip() for x in page.get_contents()):
+            return True
+    except Exception:  # noqa: BLE001 - a stream MuPDF cannot decode: look at the page instead
+        pass
+    inches = page.rect.width * page.rect.height / 72.0**2
+    dpi = min(BLANK_DPI, max(1, int((BLANK_PIXELS / inches) ** 0.5))) if inches > 0 else 1
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY, alpha=False)
+    return not pix.samples or min(pix.samples) >= PAPER_LEVEL
+
+
 def scan_dpi(page: pymupdf.Page) -> int:
     """The resolution to OCR ``page`` at: the scan's own when the page is one image that covers
     it (resampling a scan blurs small marks: at 300 dpi Tesseract drops the bare rule numbers
@@ -115,13 +186,15 @@ def scan_dpi(page: pymupdf.Page) -> int:
 
 class OcrPage(NamedTuple):
     """A page as OCR read it: its lines, the mean word confidence (0-100), the ``layout`` whose
-    reading was kept, and ``unread``: regions of text-like ink that no word covers (text the
-    reading lost)."""
+    reading was kept, ``unread``: regions of text-like ink that no word covers (text the
+    reading lost), and ``downscaled``: the resolution it was read at when the pixel budget made
+    it lower than the page wanted (0: not lowered)."""
 
     lines: list[OcrLine]
     confidence: float
     layout: str
     unread: int
+    downscaled: int = 0
 
 
 # Tesseract page-segmentation modes, tried in order: its own layout analysis first; when that
@@ -137,12 +210,40 @@ def ocr_page(
     language: str,
     dpi: int | None = None,
     layouts: Sequence[tuple[str, str]] = LAYOUTS,
+    budget: OcrBudget | None = None,
 ) -> OcrPage:
     """OCR one page with Tesseract: its lines (text and box in PDF points, top to bottom), the
     mean word confidence and the text-like ink no word covers. ``dpi`` defaults to the scan's
     own (``scan_dpi``); ``layouts`` are tried in order until one leaves (almost) nothing
-    unread."""
-    dpi = dpi or scan_dpi(page)
+    unread. ``budget`` (default: one page's, from the settings) bounds the page's pixels and
+    seconds and is charged with them; :class:`OcrSkipped` when it is spent."""
+    budget = budget or OcrBudget.from_settings()
+    seconds = budget.start_page()
+    began = time.monotonic()
+    try:
+        return _ocr_page(page, language, dpi, layouts, budget, began + seconds)
+    except OcrSkipped as skipped:
+        if skipped.flag == "ocr_page_timeout" and seconds < budget.page_timeout:
+            # it was the document's time budget, not the page's, that ran out
+            spent = f"the document's OCR budget of {budget.max_seconds:.0f} s is spent"
+            raise OcrSkipped("ocr_budget_seconds", f"{spent} (CIVICSETU_OCR_MAX_SECONDS)"
+                             ) from None  # fmt: skip
+        raise
+    finally:
+        budget.pages += 1
+        budget.seconds += time.monotonic() - began
+
+
+def _ocr_page(
+    page: pymupdf.Page,
+    language: str,
+    dpi: int | None,
+    layouts: Sequence[tuple[str, str]],
+    budget: OcrBudget,
+    deadline: float,
+) -> OcrPage:
+    wanted = dpi or scan_dpi(page)
+    dpi = min(wanted, budget.max_dpi(page))
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
     gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)
     ink = gray[:, : pix.width] < INK_LEVEL
@@ -151,7 +252,14 @@ def ocr_page(
         image = Path(tmp) / "page.png"
         pix.save(image)
         for layout, psm in layouts:
-            words = _tesseract_words(image, language, psm)
+            try:
+                words = _tesseract_words(image, language, psm, deadline - time.monotonic())
+            except subprocess.TimeoutExpired:
+                if best is not None:  # a reading in time is kept
+                    break
+                raise OcrSkipped("ocr_page_timeout", f"Tesseract read the page for longer than "
+                                 f"{budget.page_timeout:.0f} s (CIVICSETU_OCR_PAGE_TIMEOUT)"
+                                 ) from None  # fmt: skip
             unread = unread_regions(ink, words)
             if best is None or unread < best[0]:
                 best = (unread, layout, words)
@@ -160,7 +268,7 @@ def ocr_page(
     assert best is not None
     unread, layout, words = best
     lines, confidence = _lines(words, 72.0 / dpi, page.rect.width)
-    return OcrPage(lines, confidence, layout, unread)
+    return OcrPage(lines, confidence, layout, unread, dpi if dpi < wanted else 0)
 
 
 class _PixelWord(NamedTuple):
@@ -173,13 +281,17 @@ class _PixelWord(NamedTuple):
     text: str
 
 
-def _tesseract_words(image: Path, language: str, psm: str) -> list[_PixelWord]:
+def _tesseract_words(
+    image: Path, language: str, psm: str, timeout: float = 600.0
+) -> list[_PixelWord]:
+    if timeout <= 0:
+        raise subprocess.TimeoutExpired("tesseract", 0)
     proc = subprocess.run(
         ["tesseract", str(image), "stdout", "-l", language, "--psm", psm, "tsv"],
         capture_output=True,
         text=True,
         check=False,
-        timeout=600,
+        timeout=timeout,
         # Tesseract's OpenMP threads make it ~3x slower on a 2-core machine (5.7 s vs
         # 1.9 s a page, same words and confidence): one thread.
         env={**os.environ, "OMP_THREAD_LIMIT": "1"},

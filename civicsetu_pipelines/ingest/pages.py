@@ -19,9 +19,14 @@ from typing import Any
 import pymupdf
 
 from civicsetu_pipelines.base import DocumentError, canonicalize
+from civicsetu_pipelines.ingest.glyphs import bbox_of, drop_doubled_glyphs
+from civicsetu_pipelines.ingest.margin_numbers import hanging_numbers, is_number_alone, title_starts
 from civicsetu_pipelines.ingest.ocr import (
     MAX_UNREAD,
+    OcrBudget,
     OcrPage,
+    OcrSkipped,
+    is_blank,
     ocr_page,
     tesseract_available,
     tesseract_languages,
@@ -87,19 +92,51 @@ class ParsedPage:
     height: float = 0.0
 
 
+# What a file that is not a PDF is, by its first bytes (an image saved as .pdf, an error page)
+_NOT_PDF = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+    (b"PK\x03\x04", "a ZIP archive (a Word or other office file?)"),
+    (b"\xd0\xcf\x11\xe0", "an old Microsoft Office file"),
+)
+
+
+def _not_pdf_kind(head: bytes) -> str:
+    for magic, kind in _NOT_PDF:
+        if head.startswith(magic):
+            return kind
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "a WebP image"
+    lower = head.lower()
+    if b"<html" in lower or b"<!doctype" in lower:
+        return "an HTML page"
+    return "" if head.strip() else "an empty file"
+
+
 def open_pdf(key: str, path: Path) -> pymupdf.Document:
-    """Open and validate a PDF; raise :class:`PdfError` naming ``key`` on any defect."""
+    """Open and validate a PDF; raise :class:`PdfError` naming ``key`` on any defect, in one
+    line naming the file: not a PDF (and what it is), encrypted with a password (one whose user
+    password is empty opens), zero pages, damaged beyond a faithful reading."""
     try:
-        head = path.read_bytes()[:1024]
+        with path.open("rb") as handle:
+            head = handle.read(1024)
     except OSError as exc:
         raise PdfError(key, f"cannot read {path}: {exc}") from exc
     if b"%PDF-" not in head:
-        kind = "an HTML page" if b"<html" in head.lower() or b"<!doctype" in head.lower() else ""
+        kind = _not_pdf_kind(head)
         raise PdfError(key, f"{path.name} is not a PDF{' (it is ' + kind + ')' if kind else ''}")
     try:
         doc = pymupdf.open(path)
     except Exception as exc:  # pymupdf raises its own FileDataError and friends
-        raise PdfError(key, f"{path.name} is corrupt or truncated: {exc}") from exc
+        why = " ".join(str(exc).split())[:200]
+        raise PdfError(key, f"{path.name} is corrupt or truncated: {why}") from exc
+    if doc.needs_pass and not doc.authenticate(""):  # an empty user password opens it
+        doc.close()
+        raise PdfError(key, f"{path.name} is encrypted (password protected): it opens only "
+                       "with its password; save a copy without the password")  # fmt: skip
     if doc.needs_pass or doc.is_encrypted:
         doc.close()
         raise PdfError(key, f"{path.name} is encrypted (password protected); cannot extract text")
@@ -215,30 +252,38 @@ def _footnote_mark(span: dict[str, Any], nxt: dict[str, Any]) -> bool:
 SUPERSCRIPT_SIZE = 0.75  # a span this much smaller than the next, and raised, is a superscript
 
 
-def _page_lines(page: pymupdf.Page) -> list[_Line]:
+# "rawdict" ("dict" with every character's box) without images: their blocks have no lines,
+# and decoding them took most of the time of reading a scanned page's text.
+TEXT_FLAGS = pymupdf.TEXTFLAGS_RAWDICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+
+
+def _page_lines(page: pymupdf.Page) -> tuple[list[_Line], int]:
+    """The page's text lines, and how many glyphs drawn twice were dropped from them."""
     out: list[_Line] = []
-    data = page.get_text("dict")
-    for block in data["blocks"]:
+    lines = []
+    for block in page.get_text("rawdict", flags=TEXT_FLAGS)["blocks"]:
         for line in block.get("lines", []):
             spans = [s for s in line["spans"] if s.get("color") != INVISIBLE]
-            if len(spans) >= 2 and _footnote_mark(spans[0], spans[1]):
-                # "¹151. Care to be taken ..." (India Code): the raised footnote number before a
-                # section number is a reference mark, not part of the number.
-                spans = spans[1:]
             if len(spans) < len(line["spans"]):
                 # Invisible spans (word processors leave white list numbers behind: a white "5"
                 # before the printed "5)" reads "55)") are not part of what the page says.
-                line = {**line, "spans": spans}
-                if spans:
-                    boxes = [s["bbox"] for s in spans]
-                    line["bbox"] = (min(b[0] for b in boxes), min(b[1] for b in boxes),
-                                    max(b[2] for b in boxes), max(b[3] for b in boxes))  # fmt: skip
-            text = _line_text(line)
-            if not text.strip():
-                continue
-            x0, y0, x1, y1 = line["bbox"]
-            out.append(_Line(text, x0, y0, x1, y1, _is_bold(line)))
-    return out
+                line = {**line, "spans": spans, "bbox": bbox_of(spans) or line["bbox"]}
+            for span in spans:
+                span["text"] = "".join(ch["c"] for ch in span["chars"])
+            lines.append(line)
+    lines, doubled = drop_doubled_glyphs(lines)
+    for line in lines:
+        spans = line["spans"]
+        if len(spans) >= 2 and _footnote_mark(spans[0], spans[1]):
+            # "¹151. Care to be taken ..." (India Code): the raised footnote number before a
+            # section number is a reference mark, not part of the number.
+            line = {**line, "spans": spans[1:], "bbox": bbox_of(spans[1:])}
+        text = _line_text(line)
+        if not text.strip():
+            continue
+        x0, y0, x1, y1 = line["bbox"]
+        out.append(_Line(text, x0, y0, x1, y1, _is_bold(line)))
+    return out, doubled
 
 
 def _body_column(lines: Sequence[_Line], width: float) -> tuple[float, float] | None:
@@ -265,7 +310,7 @@ def _split_margin(lines: list[_Line], width: float) -> tuple[list[_Line], list[_
         stripped = ln.text.strip()
         wordy = bool(
             _LATIN.search(stripped) or re.fullmatch(r"\d{4}\.?|\d+ of \d{4}\.?", stripped)
-        ) and not _LIST_MARKER.match(stripped)
+        ) and not (_LIST_MARKER.match(stripped) or is_number_alone(stripped))
         narrow = ln.x1 - ln.x0 < 0.2 * width
         if wordy and narrow and (ln.x0 >= right + 4 or ln.x1 <= left - 4):
             margin.append(ln)
@@ -275,11 +320,18 @@ def _split_margin(lines: list[_Line], width: float) -> tuple[list[_Line], list[_
 
 
 def _margin_notes(
-    margin_lines: list[_Line], width: float, *, relative_gap: bool = False
+    margin_lines: list[_Line],
+    width: float,
+    *,
+    relative_gap: bool = False,
+    numbers: Sequence[tuple[float, float]] = (),
 ) -> list[MarginNote]:
     """Group margin lines into notes: consecutive lines on one side of the page (no more than
     4 pt apart; with ``relative_gap``, no more than a line's height), a note ending at its
-    title's terminator (".-", ":-", ".—": the next rule's note may follow without a gap)."""
+    title's terminator (".-", ":-", ".—": the next rule's note may follow without a gap) and
+    starting level with a hanging number (``numbers``: the bands of the body lines they are
+    level with; the next rule's title may follow the last one's without a gap or terminator)."""
+    starts = title_starts(margin_lines, numbers)
     sides: dict[str, list[_Line]] = {"left": [], "right": []}
     for ln in margin_lines:
         sides["left" if ln.x1 < width / 2 else "right"].append(ln)
@@ -288,7 +340,8 @@ def _margin_notes(
         group: list[_Line] = []
         for ln in sorted(side_lines, key=lambda item: item.y0):
             gap = max(4.0, ln.y1 - ln.y0) if relative_gap else 4.0
-            if group and (ln.y0 - group[-1].y1 > gap or _NOTE_END.search(group[-1].text)):
+            level = any(ln is start for start in starts)
+            if group and (ln.y0 - group[-1].y1 > gap or _NOTE_END.search(group[-1].text) or level):
                 notes.append(_make_note(group, side))
                 group = []
             group.append(ln)
@@ -383,6 +436,8 @@ class _RawPage:
         self.flags.append("ocr")
         if read.unread > MAX_UNREAD:
             self.flags.append("ocr_unread")
+        if read.downscaled:  # the pixel budget: read at a lower resolution than it wanted
+            self.flags.append("ocr_downscaled")
 
     def rows(self, use_margins: bool) -> list[Row]:
         if self.fixed_rows is not None:
@@ -396,8 +451,11 @@ class _RawPage:
     def notes(self, use_margins: bool) -> list[MarginNote]:
         if not use_margins or (self.fixed_rows is not None and self.method != "ocr"):
             return []
+        column = _body_column(self.body_lines, self.width)
+        numbers = hanging_numbers(self.body_lines, column, self.width) if column else []
         # OCR'd lines keep the scan's line spacing: a note's lines are a line height apart
-        return _margin_notes(self.margin_lines, self.width, relative_gap=self.method == "ocr")
+        return _margin_notes(self.margin_lines, self.width, relative_gap=self.method == "ocr",
+                             numbers=numbers)  # fmt: skip
 
 
 def _pdfplumber_rows(path: Path, index: int) -> list[Row]:
@@ -423,8 +481,10 @@ def parse_pdf(
     language: str = "eng",
     ocr: bool = True,
 ) -> list[ParsedPage]:
-    """Parse the given 0-based ``pages`` of the PDF at ``path`` into clean body pages."""
+    """Parse the given 0-based ``pages`` of the PDF at ``path`` into clean body pages. OCR
+    spends at most the document's :class:`~civicsetu_pipelines.ingest.ocr.OcrBudget`."""
     doc = open_pdf(key, path)
+    budget = OcrBudget.from_settings()
     try:
         indexes = list(range(doc.page_count)) if pages is None else list(pages)
         bad = [i for i in indexes if i < 0 or i >= doc.page_count]
@@ -433,24 +493,33 @@ def parse_pdf(
         raw: list[_RawPage] = []
         for index in indexes:
             try:
-                raw.append(_extract_page(key, doc, path, index, language, ocr))
+                raw.append(_extract_page(key, doc, path, index, language, ocr, budget))
             except PdfError:
                 raise
-            except Exception as exc:
-                raise PdfError(key, f"page {index + 1} cannot be read: {exc}") from exc
+            except Exception as exc:  # one line, whatever the library said
+                why = " ".join(str(exc).split())[:300] or type(exc).__name__
+                raise PdfError(key, f"page {index + 1} cannot be read: {why}") from exc
     finally:
         doc.close()
     return _clean_pages(raw, language)
 
 
 def _extract_page(
-    key: str, doc: pymupdf.Document, path: Path, index: int, language: str, ocr: bool
+    key: str,
+    doc: pymupdf.Document,
+    path: Path,
+    index: int,
+    language: str,
+    ocr: bool,
+    budget: OcrBudget | None = None,
 ) -> _RawPage:
     page = doc[index]
     width, height = page.rect.width, page.rect.height
-    lines = _page_lines(page)
+    lines, doubled = _page_lines(page)
     body, margin = _split_margin(lines, width)
     result = _RawPage(index, width, height, body, margin, "pymupdf", [])
+    if doubled:  # glyphs drawn twice, dropped (drop_doubled_glyphs): how many
+        result.flags.append(f"doubled_glyphs:{doubled}")
     rows = _rows(lines)
     if rows and language == "eng" and _garbled_share(rows) > 0.5:
         alt = _pdfplumber_rows(path, index)
@@ -458,14 +527,25 @@ def _extract_page(
             result.fixed_rows, result.method = alt, "pdfplumber"
             result.flags.append("fallback")
     if rows and language == "eng" and ocr:
-        _judge_text_layer(result, page, language)
+        try:
+            _judge_text_layer(result, page, language, budget)
+        except OcrSkipped as skipped:  # the layer is kept as it is, unjudged: said so
+            result.flags += ["ocr_skipped_budget", skipped.flag]
     if not rows:
+        if is_blank(page):  # no ink at all: nothing to read, by any means
+            result.fixed_rows, result.method = [], "none"
+            result.flags.append("empty")
+            return result
         alt = _pdfplumber_rows(path, index)
         if alt:
             result.fixed_rows, result.method = alt, "pdfplumber"
             result.flags.append("fallback")
         elif ocr and tesseract_available():
-            result.read_by_ocr(ocr_page(page, language))
+            try:
+                result.read_by_ocr(ocr_page(page, language, budget=budget))
+            except OcrSkipped as skipped:  # never silently empty: it still needs OCR
+                result.fixed_rows, result.method = [], "none"
+                result.flags += ["needs_ocr", "ocr_skipped_budget", skipped.flag]
         else:
             result.fixed_rows, result.method = [], "none"
             has_images = bool(page.get_images(full=False))
@@ -497,13 +577,16 @@ def known_word_share(text: str) -> float | None:
     return sum(zipf_frequency(w.lower(), "en") >= KNOWN_ZIPF for w in words) / len(words)
 
 
-def _judge_text_layer(result: _RawPage, page: pymupdf.Page, language: str) -> None:
+def _judge_text_layer(
+    result: _RawPage, page: pymupdf.Page, language: str, budget: OcrBudget | None = None
+) -> None:
     """An English page whose text layer reads as no English (someone's bad OCR, a legacy font)
     is read again from its image, with Hindi beside English (a bilingual gazette's other
     language: its rows then go as ``other_language``, as a Unicode layer's would): kept when
     Tesseract reads it with confidence (flag ``text_layer_replaced``, the layer's text recorded
     in ``removed``), else its rows are removed and the page is flagged
-    ``text_layer_unreadable``. Never silent."""
+    ``text_layer_unreadable``. Never silent. OCR spends ``budget`` (:class:`OcrSkipped`
+    when it is spent: nothing is changed)."""
     layer = result.rows(True) + _rows(result.margin_lines)
     # A page mostly in another script (a bilingual gazette's Hindi page) is not judged: its
     # rows go as `other_language`. Otherwise every Latin row counts, garbled ones included.
@@ -521,7 +604,8 @@ def _judge_text_layer(result: _RawPage, page: pymupdf.Page, language: str) -> No
     if share is None or share >= MIN_KNOWN_SHARE or not tesseract_available():
         return
     why = f"{share:.0%} of its words are English words"
-    read = ocr_page(page, "eng+hin" if "hin" in tesseract_languages() else language)
+    read = ocr_page(page, "eng+hin" if "hin" in tesseract_languages() else language,
+                    budget=budget)  # fmt: skip
     if read.lines and (read.confidence or 0.0) >= MIN_REREAD_CONFIDENCE:
         result.replaced = (f"text layer replaced by OCR ({why}; OCR confidence "
                            f"{read.confidence:.0f})")  # fmt: skip

@@ -130,6 +130,8 @@ def decode(
                 if style != style_of[i]:
                     cost += STYLE_COST
                 stored, j = by_position[key]
+                if offsets[j] >= offset:
+                    continue  # two readings of one row (an OCR'd "2O." as 2O or 20): one unit
                 if crossed(offsets[j]) < here and (not crossing or floors[i] <= previous.number):
                     continue
                 candidate = stored - BARRIER_COST * here + score - cost

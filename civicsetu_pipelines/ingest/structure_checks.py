@@ -21,13 +21,11 @@ from __future__ import annotations
 import re
 import statistics
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from civicsetu_pipelines.ingest.headings import CREDIBLE_SCORE, MARKER, UNIT_WORD, title_problem
 from civicsetu_pipelines.ingest.sequence import Position, transition_cost
-
-if TYPE_CHECKING:  # the structure being checked (legal_structure runs these checks)
-    from civicsetu_pipelines.ingest.legal_structure import Decoded, Stream, Unit
+from civicsetu_pipelines.ingest.structure_types import Decoded, Stream, Unit
 
 ERROR = "error"
 WARNING = "warning"
