@@ -9,12 +9,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
 from civicsetu_pipelines_tests.amending_documents import (
     AMENDMENT,
     AMENDMENT_TITLE,
+    APRIL,
     MISSING,
     RULES_TITLE,
     rules_pages,
@@ -164,7 +168,8 @@ def test_bad_input_is_refused_with_one_line_and_nothing_registered(
 
     scan = scanned_pdf(tmp_path / "scan.pdf", _rules_pages())
     accepted = _run(["documents", "add", str(scan), "-j", "Bihar", "--kind", "rules",
-                     "--title", "Bihar Scanned Rules, 2018", "--language", "hin"], env)  # fmt: skip
+                     "--title", "Bihar Scanned Rules, 2018", "--effective-from", "2018-01-01",
+                     "--language", "hin"], env)  # fmt: skip
     assert accepted.returncode == 0, accepted.stderr
     assert "no text layer: its pages will be OCR'd in 'hin'" in accepted.stdout
     assert "Tesseract and its language data are installed" in accepted.stdout  # setup: hin
@@ -243,7 +248,7 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "Rule 40(2)" in run.stdout + run.stderr  # the instruction it could not apply
 
-    def ask(question: str, *extra: str) -> dict[str, object]:
+    def ask(question: str, *extra: str) -> dict[str, Any]:
         asked = _run(["ask", question, "-j", "MIZORAM", "--json", *extra], env)
         assert asked.returncode == 0, asked.stderr
         result = json.loads(asked.stdout)
@@ -295,3 +300,115 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert exported.returncode == 0, exported.stderr
     edges = "".join(p.read_text() for p in (tmp_path / "graph").rglob("*.csv"))
     assert "AMENDED_BY" in edges
+
+
+# -- add reads the kind, title, date and what it amends from the document (in process) --------
+
+ORDER_TITLE = "Mizoram Real Estate (Removal of Difficulties) Order, 2019"
+ORDER = [
+    "GOVERNMENT OF MIZORAM",
+    "URBAN DEVELOPMENT AND POVERTY ALLEVIATION DEPARTMENT",
+    "ORDER",
+    "Aizawl, the 28th January, 2019",
+    "No. B.13015/2/2017-UDPA.\u2014 In exercise of the powers conferred by section 91 of the Real "
+    "Estate (Regulation and Development) Act, 2016, the Government of Mizoram hereby makes the "
+    "following Order to remove the difficulties, namely:\u2014",
+    f"1. (1) This Order may be called the {ORDER_TITLE}.",
+    "(2) It shall come into force on the date of its publication in the Official Gazette.",
+    "2. Until the Authority is established, the Secretary shall receive the applications of "
+    "promoters for registration.",
+]
+ORDER_KEY = "mizoram_real_estate_removal_of_difficulties_order_2019"
+
+
+@pytest.fixture
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[CliRunner, Path]:
+    """``civicsetu`` in this process, on a state directory of its own (never the user's)."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("CIVICSETU_STATE_DIR", str(state))
+    monkeypatch.setenv("CIVICSETU_OFFLINE", "1")
+    monkeypatch.delenv("CIVICSETU_REGISTRY", raising=False)
+    return CliRunner(), state
+
+
+def _add(runner: CliRunner, *args: str) -> tuple[int, str, str]:
+    from civicsetu_pipelines.cli import app
+
+    result = runner.invoke(app, ["documents", "add", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _entries(state: Path) -> list[dict[str, object]]:
+    path = state / "registry" / "documents.yaml"
+    return yaml.safe_load(path.read_text())["documents"] if path.is_file() else []
+
+
+def test_dry_run_prints_what_was_read_and_why_and_writes_nothing(
+    cli: tuple[CliRunner, Path], tmp_path: Path
+) -> None:
+    runner, state = cli
+    pdf = write_pdf(tmp_path / "order.pdf", [ORDER])
+    code, out, err = _add(runner, str(pdf), "-j", "Mizoram", "--dry-run")
+    assert code == 0, out + err
+    lines = [*out.splitlines(), ""]
+    shown = {line.split(":")[0].strip(): (line, lines[i + 1]) for i, line in enumerate(lines)
+             if line.startswith("  ") and not line.startswith("   ")}  # fmt: skip
+    # every field: its value and confidence, then the page and the words it was read from
+    assert "order  [high]" in shown["kind"][0] and "ORDER, 2019" in shown["kind"][1]
+    assert f"{ORDER_TITLE}  [high]" in shown["title"][0]
+    assert f'page 1: "{ORDER_TITLE}' not in shown["title"][1]  # the words, not the value
+    assert "page 1:" in shown["title"][1] and "This Order may be called" in shown["title"][1]
+    assert "2019-01-28  [high]" in shown["date"][0]
+    assert 'page 1: "Aizawl, the 28th January, 2019"' in shown["date"][1]
+    assert "not found: it names no date it comes into force on" in out
+    assert f"would add {ORDER_KEY!r}: order of MIZORAM, effective from 2019-01-28" in out
+    assert "nothing written (--dry-run)" in out
+    assert not (state / "registry").exists() and not (state / "storage" / "pdfs").exists()
+
+    # a dry run that would be refused says what it read, then why, and writes nothing either
+    code, out, err = _add(runner, str(pdf), "-j", "Mizoram", "--key", "rera_act_2016",
+                          "--dry-run")  # fmt: skip
+    assert code == 2 and ORDER_TITLE in out and "already registered" in err
+    assert not (state / "registry").exists()
+
+
+def test_add_reads_kind_title_date_and_amends_and_asks_for_what_it_cannot_read(
+    cli: tuple[CliRunner, Path], tmp_path: Path
+) -> None:
+    runner, state = cli
+    order = write_pdf(tmp_path / "order.pdf", [ORDER])
+    code, out, err = _add(runner, str(order), "-j", "Mizoram")
+    assert code == 0, out + err
+    assert f"added {ORDER_KEY!r}: order of MIZORAM, effective from 2019-01-28" in out
+    assert f"title read from the document: {ORDER_TITLE} (page 1:" in out
+    (entry,) = _entries(state)
+    assert (entry["key"], entry["doc_type"], entry["title"], entry["effective_date"]) == (
+        ORDER_KEY, "order", ORDER_TITLE, "2019-01-28")  # fmt: skip
+    assert "amends" not in entry  # it names no registered document it amends
+
+    # what cannot be read is asked for, one line naming the flag; nothing is written
+    words = "The promoter shall keep the accounts of the project, as the rules require."
+    memo = write_pdf(tmp_path / "memo.pdf", [["NOTIFICATION", words]])
+    code, out, err = _add(runner, str(memo), "-j", "Mizoram")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "the title and the date could not be read" in err
+    assert "pass --title TITLE and --effective-from YYYY-MM-DD" in err
+    code, out, err = _add(runner, str(memo), "-j", "Mizoram", "--title", "A Memo, 2020",
+                          "--effective-from", "2020-01-01")  # fmt: skip
+    assert code == 0, err  # the kind read (a notification), the rest given
+    assert [e["doc_type"] for e in _entries(state)] == ["order", "notification"]
+
+    # an amendment names what it amends and when, in its own words: no --amends, no dates
+    rules = write_pdf(tmp_path / "rules.pdf", rules_pages())
+    code, out, err = _add(runner, str(rules), "-j", "Mizoram", "--kind", "rules", "--title",
+                          RULES_TITLE, "--effective-from", "2018-05-01")  # fmt: skip
+    assert code == 0, err
+    notice = write_pdf(tmp_path / "amendment.pdf", [AMENDMENT])
+    code, out, err = _add(runner, str(notice), "-j", "Mizoram")
+    assert code == 0, out + err
+    amendment = _entries(state)[-1]
+    rules_key = "mizoram_real_estate_regulation_and_development_rules_2018"
+    assert amendment["title"] == AMENDMENT_TITLE
+    assert amendment["effective_date"] == APRIL.isoformat()
+    assert amendment["amends"] == [rules_key]
+    assert f"amends read from the document: {rules_key}" in out

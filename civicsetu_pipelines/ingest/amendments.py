@@ -652,7 +652,8 @@ AMENDING_KINDS = frozenset({"notification", "order", "rules", "regulations", "ci
 # Kinds an instrument can amend or repeal (a FAQ or a judgment is not amended by instructions,
 # though a FAQ's title may repeat the Act's)
 AMENDABLE_KINDS = frozenset({"act", "rules", "regulations", "order", "notification", "circular"})
-_AMENDS_NEXT = re.compile(r"\bto\s+amend\s+", re.I)
+# "further to amend the X Rules", "the following amendment(s) to (in) the X Rules"
+_AMENDS_NEXT = re.compile(r"\bto\s+amend\s+|\bamendments?\s+(?:to|in)\s+", re.I)
 _AMENDS_BEFORE = re.compile(r"\(\s*hereinafter\s+referred\s+to\s+as\s+the\s+(?:said|principal)",
                             re.I)  # fmt: skip
 _REPEALS = re.compile(r"\b(?:are|is)\s+hereby\s+repealed|\bshall\s+stand\s+repealed", re.I)

@@ -1,12 +1,15 @@
 """Documents a user registers: ``civicsetu documents add | list | remove``.
 
 Pure domain code (no Dagster). ``add`` checks a PDF (a PDF, not encrypted, not empty, its page
-range inside it), copies it into the content-addressed PDF store (``storage/pdfs/<sha256>.pdf``)
-and appends it, pinned by sha256, to the user registry ``<state>/registry/documents.yaml``,
-which :func:`~civicsetu_pipelines.ingest.registry.load_registry` reads beside the shipped one.
-Nothing is written unless every check passes. ``remove`` takes a user document out of the user
-registry (a shipped one cannot be removed); the next run retires its rows like any registry
-change.
+range inside it), reads its kind, title, date and what it amends or repeals from its own words
+(:mod:`~civicsetu_pipelines.ingest.detection`, on the pages parsed as a run parses them, through
+the parse cache: the run that follows reuses them) unless the user gave them, copies it into the
+content-addressed PDF store (``storage/pdfs/<sha256>.pdf``) and appends it, pinned by sha256, to
+the user registry ``<state>/registry/documents.yaml``, which
+:func:`~civicsetu_pipelines.ingest.registry.load_registry` reads beside the shipped one.
+Nothing is written unless every check passes, and nothing at all with ``dry_run``. ``remove``
+takes a user document out of the user registry (a shipped one cannot be removed); the next run
+retires its rows like any registry change.
 """
 
 from __future__ import annotations
@@ -26,10 +29,14 @@ from civicsetu_pipelines.base import (
     UnknownJurisdictionError,
     jurisdiction_code,
     load_jurisdictions,
+    parse_cache_dir,
     pdf_cache_dir,
     sha256_file,
     write_atomic,
 )
+from civicsetu_pipelines.ingest.amendments import amendable_titles
+from civicsetu_pipelines.ingest.detection import LOW, Detection, Found, detect_document
+from civicsetu_pipelines.ingest.documents import parse_pages_cached
 from civicsetu_pipelines.ingest.kinds import kind_names
 from civicsetu_pipelines.ingest.ocr import tesseract_available
 from civicsetu_pipelines.ingest.pages import PdfError, open_pdf
@@ -48,7 +55,12 @@ _KEY_WORDS = re.compile(r"[a-z0-9]+")
 
 
 class AddError(ValueError):
-    """A document that cannot be added; the message is one line naming the file and why."""
+    """A document that cannot be added; the message is one line naming the file and why, and
+    ``detection`` what had been read from the document by then (None before it was read)."""
+
+    def __init__(self, message: str, detection: Detection | None = None) -> None:
+        super().__init__(message)
+        self.detection = detection
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,15 @@ class Added:
     new_jurisdiction: bool
     stored: Path
     notes: tuple[str, ...]
+    detection: Detection | None = None  # what the document's own words gave
+    given: tuple[str, ...] = ()  # the fields the user gave (kind, title, date, amends, repeals)
+    written: bool = True  # False for a dry run: nothing was stored or registered
+
+
+# What each field read from a document is given with instead, when it cannot be read
+FLAGS = {"kind": "--kind K", "title": "--title TITLE", "date": "--effective-from YYYY-MM-DD",
+         "in_force": "--effective-from YYYY-MM-DD", "amends": "--amends KEY",
+         "repeals": "--repeals KEY"}  # fmt: skip
 
 
 def key_from_title(title: str) -> str:
@@ -85,26 +106,37 @@ def page_ranges_of(text: str, page_count: int) -> tuple[tuple[int, int], ...]:
 
 def _check_pdf(path: Path) -> tuple[int, list[bool]]:
     """Page count and, per page, whether it has a text layer; :class:`AddError` for a file the
-    pipeline could not read (the same checks as parsing: :func:`open_pdf`)."""
+    pipeline could not read (the same checks as parsing: :func:`open_pdf`), one line naming the
+    file and the problem: not a PDF (an image renamed .pdf: which), encrypted with a password
+    (an empty user password opens), zero pages, damaged beyond a faithful reading. A page
+    whose text cannot be read (a damaged content stream) counts as one without a text layer:
+    its document is not refused for it."""
     if not path.is_file():
-        raise AddError(f"{path}: no such file")
+        raise AddError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
     try:
         doc = open_pdf(path.name, path)
     except PdfError as exc:
-        raise AddError(f"{path}: {exc.reason}") from None
+        raise AddError(f"{path}: {' '.join(exc.reason.split())}") from None
     try:
-        texts = [bool(doc[i].get_text().strip()) for i in range(doc.page_count)]
+        texts = [_has_text(doc[i]) for i in range(doc.page_count)]
     finally:
         doc.close()
     return len(texts), texts
+
+
+def _has_text(page: Any) -> bool:
+    try:
+        return bool(page.get_text().strip())
+    except Exception:  # noqa: BLE001 - MuPDF cannot read this page's text: parsing says so
+        return False
 
 
 def add_document(
     path: Path,
     *,
     jurisdiction: str,
-    kind: str,
-    title: str,
+    kind: str | None = None,
+    title: str | None = None,
     key: str | None = None,
     effective_from: dt.date | None = None,
     status: str = "in_force",
@@ -114,15 +146,21 @@ def add_document(
     amends: Sequence[str] = (),
     repeals: Sequence[str] = (),
     state_dir: Path | None = None,
+    dry_run: bool = False,
 ) -> Added:
     """Check ``path``, store it and register it in the user registry; nothing is written when
-    a check fails (:class:`AddError`, one line)."""
+    a check fails (:class:`AddError`, one line), nor with ``dry_run``.
+
+    ``kind``, ``title``, ``effective_from``, ``amends`` and ``repeals`` override what the
+    document's own words give (:func:`~civicsetu_pipelines.ingest.detection.detect_document`):
+    the date it comes into force on, else its own date, is its effective date. A field that is
+    neither given nor read is an :class:`AddError` naming the flag to pass."""
     path = Path(path).resolve()
     try:
         code = jurisdiction_code(jurisdiction)
     except UnknownJurisdictionError as exc:
         raise AddError(str(exc)) from None
-    if kind not in kind_names():
+    if kind is not None and kind not in kind_names():
         raise AddError(f"unknown kind {kind!r}; known: {', '.join(kind_names())}")
     page_count, text_pages = _check_pdf(path)
     ranges = page_ranges_of(pages, page_count) if pages else None
@@ -130,19 +168,47 @@ def add_document(
     text_layer = any(text_pages[i] for i in (chosen or range(page_count)))
     sha = sha256_file(path)
     registry = load_registry()
+    pinned = {spec.sha256: spec.key for spec in registry.documents() if spec.sha256}
+    refused = (f"key {key!r} is already registered; choose another with --key"
+               if key is not None and key in registry else
+               f"{path}: this file (sha256 {sha[:12]}…) is already registered as {pinned[sha]!r}"
+               if sha in pinned else None)  # fmt: skip
+    if refused and not dry_run:  # refused before the document is read; a dry run reads it first
+        raise AddError(refused)
+    detection = detect_document(
+        _read_pages(path, sha, chosen or list(range(page_count)), language, state_dir),
+        titles=amendable_titles(registry.documents(code)),
+        fallback_titles={} if code == "CENTRAL" else amendable_titles(
+            [s for s in registry.documents("CENTRAL") if s.doc_type == "act"]),
+        kind=kind,
+    )  # fmt: skip
+    if refused:
+        raise AddError(refused, detection)
+    flagged = (("kind", kind), ("title", title), ("date", effective_from), ("amends", amends),
+               ("repeals", repeals))  # fmt: skip
+    given = tuple(name for name, value in flagged if value)
+    missing = [f for f in (detection.kind, detection.title, detection.effective_from)
+               if not f.found and f.name not in given]  # fmt: skip
+    if missing:
+        names = _and([f"the {f.name}" for f in missing])
+        flags = _and([FLAGS[f.name] for f in missing])
+        raise AddError(f"{path}: {names} could not be read from the document's own words: pass "
+                       f"{flags}", detection)  # fmt: skip
+    kind = kind or str(detection.kind.value)
+    title = title or str(detection.title.value)
+    date = effective_from or _as_date(detection.effective_from)
+    amends = tuple(amends) or _keys(detection.amends)
+    repeals = tuple(repeals) or _keys(detection.repeals)
     key = key or key_from_title(title)
     if key in registry:
-        raise AddError(f"key {key!r} is already registered; choose another with --key")
-    pinned = {spec.sha256: spec.key for spec in registry.documents() if spec.sha256}
-    if sha in pinned:
-        raise AddError(f"{path}: this file (sha256 {sha[:12]}…) is already registered as "
-                       f"{pinned[sha]!r}")  # fmt: skip
+        raise AddError(f"key {key!r} is already registered; choose another with --key",
+                       detection)  # fmt: skip
     entry: dict[str, Any] = {
         "key": key,
         "title": title,
         "jurisdiction": code,
         "doc_type": kind,
-        "effective_date": (effective_from or dt.date.today()).isoformat(),
+        "effective_date": date.isoformat(),
         "source_url": source_url or path.as_uri(),
         "filename": f"{sha}.pdf",  # its name in the content-addressed store
         "sha256": sha,
@@ -158,8 +224,9 @@ def add_document(
     try:
         spec = DocumentSpec.model_validate(entry)
     except ValueError as exc:
-        raise AddError(f"{path}: {_first_error(exc)}") from None
-    notes: list[str] = []
+        raise AddError(f"{path}: {_first_error(exc)}", detection) from None
+    notes = [f"{f.name} read with low confidence ({f.why()}): check it, or pass {FLAGS[f.name]}"
+             for f in _used(detection, given) if f.confidence == LOW]  # fmt: skip
     if not text_layer:
         notes.append(f"no text layer: its pages will be OCR'd in {language!r} "
                      f"({_ocr_readiness(language)})")  # fmt: skip
@@ -170,14 +237,54 @@ def add_document(
     try:
         Registry(specs=(*registry.specs, spec))  # the registry as a whole still validates
     except ValueError as exc:
-        raise AddError(f"{path}: {_first_error(exc)}") from None
+        raise AddError(f"{path}: {_first_error(exc)}", detection) from None
+    stored = pdf_cache_dir(state_dir or Settings.from_env().state_dir) / f"{sha}.pdf"
+    added = Added(spec, page_count, text_layer, new_jurisdiction, stored, tuple(notes),
+                  detection, given, written=not dry_run)  # fmt: skip
+    if dry_run:
+        return added
     registry_file = user_registry_path(state_dir)
     entries = [*_entries(registry_file), {k: v for k, v in entry.items() if v is not None}]
-    stored = pdf_cache_dir(state_dir or Settings.from_env().state_dir) / f"{sha}.pdf"
     if not stored.is_file():
         write_atomic(stored, path.read_bytes())
     _write_entries(registry_file, entries)
-    return Added(spec, page_count, text_layer, new_jurisdiction, stored, tuple(notes))
+    return added
+
+
+def _read_pages(
+    path: Path, sha: str, pages: list[int], language: str, state_dir: Path | None
+) -> list[dict[str, Any]]:
+    """The pages to ingest, parsed as a run parses them and through the same parse cache (the
+    run that follows reuses them; a scanned page is OCR'd once)."""
+    settings = Settings.from_env()
+    cache = parse_cache_dir(state_dir or settings.state_dir, settings.parse_cache_override)
+    try:
+        parsed, _ = parse_pages_cached(path.stem, path, sha, cache, pages=pages,
+                                       language=language)  # fmt: skip
+    except PdfError as exc:
+        raise AddError(f"{path}: {exc.reason}") from None
+    return parsed
+
+
+def _used(detection: Detection, given: Sequence[str]) -> list[Found]:
+    """The fields read from the document that ``add`` uses (those the user did not give)."""
+    fields = [detection.kind, detection.title, detection.effective_from, detection.amends,
+              detection.repeals]  # fmt: skip
+    return [f for f in fields if f.found and (f.name if f.name != "in_force" else "date")
+            not in given]  # fmt: skip
+
+
+def _and(words: Sequence[str]) -> str:
+    return ", ".join(words[:-1]) + f" and {words[-1]}" if len(words) > 1 else words[0]
+
+
+def _as_date(found: Found) -> dt.date:
+    assert isinstance(found.value, dt.date), found
+    return found.value
+
+
+def _keys(found: Found) -> tuple[str, ...]:
+    return tuple(found.value) if found.found and isinstance(found.value, tuple) else ()
 
 
 def _ocr_readiness(language: str) -> str:
