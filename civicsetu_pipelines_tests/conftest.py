@@ -284,6 +284,10 @@ class IngestEnv:
     """
 
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        # The partitions are fixed when the definitions are first imported: import them from the
+        # shipped registry, before a test's own registry (one jurisdiction) replaces it, so the
+        # tests of one worker do not depend on which of them ran first.
+        import civicsetu_pipelines.defs.partitions  # noqa: F401
         from civicsetu_pipelines.base.settings import (
             ENV_ENABLE_SEED_STATES,
             ENV_MIRROR_DIRS,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from civicsetu_pipelines.cli.common import connect_store, console, out, print_json
@@ -21,16 +22,30 @@ def documents_add(
         typer.Option("--jurisdiction", "-j", help="Code, ISO code or name: BIHAR, IN-BR, Bihar"),
     ],  # fmt: skip
     kind: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--kind", help="act, rules, regulations, faq, order, notification, circular or judgment"
+            "--kind",
+            help="act, rules, regulations, faq, order, notification, circular "
+            "or judgment (default: read from its first pages, as `inspect` does)",
         ),
-    ],  # fmt: skip
-    title: Annotated[str, typer.Option("--title", help="The official title")],
+    ] = None,  # fmt: skip
+    title: Annotated[
+        str | None,
+        typer.Option(
+            "--title",
+            help="The official title (default: read from its first page: "
+            "its short title, heading, abstract or subject, number, or parties)",
+        ),
+    ] = None,  # fmt: skip
     key: Annotated[str | None, typer.Option(help="Document key (default: from the title)")] = None,
     effective_from: Annotated[
-        str | None, typer.Option("--effective-from", help="YYYY-MM-DD (default: today)")
-    ] = None,
+        str | None,
+        typer.Option(
+            "--effective-from",
+            help="YYYY-MM-DD (default: the date it says it comes "
+            "into force on, else its own date: 'Dated: ...', the place-date line)",
+        ),
+    ] = None,  # fmt: skip
     status: Annotated[str, typer.Option(help="in_force or draft")] = "in_force",
     pages: Annotated[str | None, typer.Option(help="Pages to ingest, e.g. 3-40,42")] = None,
     language: Annotated[str, typer.Option(help="Tesseract language: eng, hin, kan ...")] = "eng",
@@ -41,17 +56,31 @@ def documents_add(
         list[str] | None,
         typer.Option(
             "--amends",
-            help="Key of a document it amends (repeatable): its "
-            "instructions apply from --effective-from, or the date it names",
+            help="Key of a document it amends (repeatable; default: the registered documents "
+            "its enacting formula names): its instructions apply from --effective-from, or the "
+            "date it names",
         ),
     ] = None,  # fmt: skip
     repeals: Annotated[
         list[str] | None,
-        typer.Option("--repeals", help="Key of a document it repeals whole (repeatable)"),
-    ] = None,
+        typer.Option(
+            "--repeals",
+            help="Key of a document it repeals whole (repeatable; "
+            "default: those it says are hereby repealed)",
+        ),
+    ] = None,  # fmt: skip
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print what was read from the document, and from which "
+            "words and page, and what would be added; write nothing",
+        ),
+    ] = False,  # fmt: skip
 ) -> None:
     """Register a PDF: copy it into the content-addressed store and add it to the user registry.
-    Then `civicsetu materialize -j J` ingests it end to end."""
+    Its kind, title, date and what it amends or repeals are read from its own words unless
+    given. Then `civicsetu materialize -j J` ingests it end to end."""
     import datetime as dt
 
     from civicsetu_pipelines.ingest import AddError, add_document
@@ -68,41 +97,105 @@ def documents_add(
         added = add_document(path, jurisdiction=jurisdiction, kind=kind, title=title, key=key,
                              effective_from=date, status=status, pages=pages,
                              language=language, source_url=source_url, amends=amends or (),
-                             repeals=repeals or ())  # fmt: skip
+                             repeals=repeals or (), dry_run=dry_run)  # fmt: skip
     except AddError as exc:
-        console.print(f"[red]not added: {exc}[/red]")
+        if dry_run and exc.detection is not None:
+            _print_detection(path, exc.detection, ())
+        console.print(f"[red]not added: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
     spec = added.spec
     layer = "has a text layer" if added.text_layer else "is scanned (no text layer)"
-    out.print(f"added {spec.key!r}: {spec.doc_type} of {spec.jurisdiction}, {added.pages} "
-              f"page(s), {layer}; sha256 {spec.sha256}")  # fmt: skip
+    what = (f"{spec.doc_type} of {spec.jurisdiction}, effective from "
+            f"{spec.effective_date.isoformat()}, {added.pages} page(s), {layer}")  # fmt: skip
+    if dry_run and added.detection is not None:
+        _print_detection(path, added.detection, added.given)
+        _say(f"would add {spec.key!r}: {what}; nothing written (--dry-run)")
+        for note in added.notes:
+            _say(f"  {note}")
+        return
+    _say(f"added {spec.key!r}: {what}; sha256 {spec.sha256}")
+    if added.detection is not None:
+        for found in _read(added.detection, added.given):
+            _say(f"  {_LABELS[found.name]} read from the document: {_shown(found.value)} "
+                 f"({found.why()})")  # fmt: skip
     for note in added.notes:
-        out.print(f"  {note}")
+        _say(f"  {note}")
     out.print(f"next: civicsetu materialize -j {spec.jurisdiction}")
+
+
+def _say(text: str) -> None:
+    """A line of results, as it is (no markup, no wrapping: words and paths stay whole)."""
+    out.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+_LABELS = {"kind": "kind", "title": "title", "date": "date", "in_force": "in force from",
+           "amends": "amends", "repeals": "repeals"}  # fmt: skip
+_GIVEN = {"kind": "kind", "title": "title", "date": "date", "in_force": "date",
+          "amends": "amends", "repeals": "repeals"}  # fmt: skip
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, tuple):
+        return ", ".join(str(v) for v in value)
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _read(detection: Any, given: tuple[str, ...]) -> list[Any]:
+    """The fields ``add`` took from the document (not given): kind, title, the date it took
+    effect from (its commencement, else its own date), amends, repeals."""
+    fields = (detection.kind, detection.title, detection.effective_from, detection.amends,
+              detection.repeals)  # fmt: skip
+    return [f for f in fields if f.found and _GIVEN[f.name] not in given]
+
+
+def _print_detection(path: Path, detection: Any, given: tuple[str, ...]) -> None:
+    """Every field as read from the document: its value, the confidence, the page and words."""
+    _say(f"read from {path}:")
+    for found in detection.fields():
+        label = f"{_LABELS[found.name]}:"
+        use = " (overridden: given)" if _GIVEN[found.name] in given else ""
+        if found.found:
+            _say(f"  {label:<15} {_shown(found.value)}  [{found.confidence}{use}]")
+            _say(f"  {'':<15} {found.why()}")
+        else:
+            _say(f"  {label:<15} not found{use}: {found.words}")
 
 
 @documents_app.command("list")
 def documents_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Every registered document: shipped and added."""
+    """Every registered document: shipped and added, and how its last run went (``ingest``: ok,
+    failed, set_aside with why, or not_materialized) when the store can be read."""
     from civicsetu_pipelines.ingest import load_registry, user_keys
+    from civicsetu_pipelines.store import read_stats
 
     added = user_keys()
+    runs: dict[str, dict[str, Any]] = {}
+    try:
+        with connect_store() as conn:
+            runs = {str(r["key"]): r for r in read_stats(conn)}
+    except Exception as exc:  # noqa: BLE001 - the registry is listed anyway; say why not its runs
+        console.print(f"[yellow]how each document's last run went is not shown: {exc}[/yellow]")
     rows = [
         {"key": s.key, "jurisdiction": s.jurisdiction, "kind": s.doc_type, "title": s.title,
          "effective_date": s.effective_date.isoformat(), "status": str(s.status),
-         "language": s.language, "origin": "added" if s.key in added else "shipped"}
+         "language": s.language, "origin": "added" if s.key in added else "shipped",
+         "ingest": runs[s.key]["ingest_status"] if s.key in runs else "not_materialized",
+         "error": runs[s.key]["error"] if s.key in runs else None}
         for s in load_registry().documents()
     ]  # fmt: skip
     if as_json:
         print_json(rows)
         return
     table = Table(title=f"{len(rows)} documents")
-    columns = ("key", "jurisdiction", "kind", "effective_date", "origin", "title")
+    columns = ("key", "jurisdiction", "kind", "effective_date", "origin", "ingest", "title")
     for column in columns:
         table.add_column(column)
     for row in rows:
-        table.add_row(*(str(row[c])[:70] for c in columns))
+        table.add_row(*(escape(str(row[c])[:70]) for c in columns))
     out.print(table)
+    for row in rows:
+        if row["ingest"] in ("failed", "set_aside"):
+            console.print(f"[red]{escape(str(row['error']))}[/red]")
 
 
 @documents_app.command("remove")
