@@ -97,7 +97,8 @@ def documents_add(
         added = add_document(path, jurisdiction=jurisdiction, kind=kind, title=title, key=key,
                              effective_from=date, status=status, pages=pages,
                              language=language, source_url=source_url, amends=amends or (),
-                             repeals=repeals or (), dry_run=dry_run)  # fmt: skip
+                             repeals=repeals or (), dry_run=dry_run,
+                             progress=lambda line: console.print(escape(line)))  # fmt: skip
     except AddError as exc:
         if dry_run and exc.detection is not None:
             _print_detection(path, exc.detection, ())

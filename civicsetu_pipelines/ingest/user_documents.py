@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -147,6 +147,7 @@ def add_document(
     repeals: Sequence[str] = (),
     state_dir: Path | None = None,
     dry_run: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> Added:
     """Check ``path``, store it and register it in the user registry; nothing is written when
     a check fails (:class:`AddError`, one line), nor with ``dry_run``.
@@ -154,7 +155,8 @@ def add_document(
     ``kind``, ``title``, ``effective_from``, ``amends`` and ``repeals`` override what the
     document's own words give (:func:`~civicsetu_pipelines.ingest.detection.detect_document`):
     the date it comes into force on, else its own date, is its effective date. A field that is
-    neither given nor read is an :class:`AddError` naming the flag to pass."""
+    neither given nor read is an :class:`AddError` naming the flag to pass. ``progress`` hears
+    of long work before it starts (the scanned pages about to be OCR'd)."""
     path = Path(path).resolve()
     try:
         code = jurisdiction_code(jurisdiction)
@@ -175,6 +177,10 @@ def add_document(
                if sha in pinned else None)  # fmt: skip
     if refused and not dry_run:  # refused before the document is read; a dry run reads it first
         raise AddError(refused)
+    scanned = sum(not text_pages[i] for i in (chosen or range(page_count)))
+    if scanned and progress is not None:
+        progress(f"{path.name}: OCR'ing {scanned} page(s) without a text layer, as a run would "
+                 "(seconds a page; the run reuses them) ...")  # fmt: skip
     detection = detect_document(
         _read_pages(path, sha, chosen or list(range(page_count)), language, state_dir),
         titles=amendable_titles(registry.documents(code)),
