@@ -48,7 +48,12 @@ from civicsetu_pipelines.answer.questions import (
     question_hash,
     understand,
 )
-from civicsetu_pipelines.answer.ranking import Candidate, Reranker, make_reranker
+from civicsetu_pipelines.answer.ranking import (
+    DIVERSITY_RULES,
+    Candidate,
+    Reranker,
+    make_reranker,
+)
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.provisions import (
@@ -217,7 +222,8 @@ class QueryEngine:
             return self._compare(query, scope or [], as_of, k, timer, since)
         exact_rows = [row for r in resolutions for row in r.candidates]
         ranked, since = self._retriever.retrieve(query, scope, as_of, k, exact_rows, timer, since)
-        evidence = EvidenceReading(query, ranked, self._retriever.unknown_terms)
+        evidence = EvidenceReading(query, ranked, self._retriever.unknown_terms,
+                                   self._retriever.candidates)  # fmt: skip
         self.last_evidence = evidence
         refused = evidence_refusal(evidence, self.distances, self.jurisdictions)
         if refused is not None:
@@ -322,7 +328,8 @@ def answer(
 
 
 def settings_from_env() -> AnswerSettings:
-    """Answer settings from the environment (``CIVICSETU_EF_SEARCH``, ``CIVICSETU_CROSS_ENCODER``,
+    """Answer settings from the environment (``CIVICSETU_EF_SEARCH``, ``CIVICSETU_DIVERSITY`` /
+    ``_DIVERSITY_CAP``, ``CIVICSETU_CROSS_ENCODER``,
     ``CIVICSETU_RANKER`` (else the promoted learned ranker, if any),
     ``CIVICSETU_LLM_BASE_URL`` / ``_MODEL`` / ``_API_KEY``)."""
     from civicsetu_pipelines.base import Settings, answer_env
@@ -332,8 +339,25 @@ def settings_from_env() -> AnswerSettings:
     if env.get("llm_base_url"):
         llm = LLMSettings(base_url=env["llm_base_url"], model=env.get("llm_model") or "default",
                           api_key=env.get("llm_api_key") or None)  # fmt: skip
+    defaults = RetrievalSettings()
+    retrieval = RetrievalSettings(
+        ef_search=int(env.get("ef_search") or 100),
+        per_document=int(env.get("diversity_cap") or defaults.per_document),
+        diversity=env.get("diversity") or defaults.diversity,
+        # "none": a question naming a state is diversified as any other
+        named_state_diversity=None
+        if (named := env.get("diversity_named_state", defaults.named_state_diversity)) == "none"
+        else named,
+    )
+    for name, rule in (
+        ("", retrieval.diversity),
+        ("_NAMED_STATE", retrieval.named_state_diversity),
+    ):
+        if rule is not None and rule not in DIVERSITY_RULES:
+            raise ValueError(f"CIVICSETU_DIVERSITY{name}={rule!r}: expected one of "
+                             f"{', '.join(DIVERSITY_RULES)}")  # fmt: skip
     return AnswerSettings(
-        retrieval=RetrievalSettings(ef_search=int(env.get("ef_search") or 100)),
+        retrieval=retrieval,
         cross_encoder=env.get("cross_encoder") or None,
         ranker=str(ranker) if (ranker := Settings.from_env().ranker_path) else None,
         llm=llm,

@@ -490,12 +490,16 @@ class EvidenceReading:
         query: Query,
         ranked: Sequence[Candidate],
         unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
+        candidates: Sequence[Candidate] | None = None,
     ) -> None:
         self.query = query
         self.ranked = ranked
         self._unknown_terms = unknown_terms
         self.exact = any(c.exact for c in ranked)
-        self.nearest = min((c.distance for c in ranked if c.distance is not None), default=1.0)
+        # the nearest unit in meaning among every candidate (when given), not only those the
+        # diversity pass kept: moving a unit down never changes the verdict
+        pool = ranked if candidates is None else candidates
+        self.nearest = min((c.distance for c in pool if c.distance is not None), default=1.0)
 
     @cached_property
     def unknown(self) -> list[str]:
@@ -548,17 +552,19 @@ def evidence_verdict(
     ranked: Sequence[Candidate],
     distances: EvidenceDistances,
     unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
+    candidates: Sequence[Candidate] | None = None,
 ) -> tuple[str, str] | None:
     """None when the best evidence can answer; else (reason, message).
 
-    An exact reference is always evidence. Otherwise the nearest unit in meaning decides, under
+    An exact reference is always evidence. Otherwise the nearest unit in meaning (among
+    ``candidates`` when given: every unit retrieved, before diversity) decides, under
     the model's ``distances``: within ``answer`` it can answer; a little farther when it shares
     most of the question's terms, or, up to ``domain``, when the question is told in a buyer's
     words for a matter the statute regulates (a story of a buyer's own flat strays farther from
     the statute's wording than a question in its terms, without leaving its subject). See
     :class:`EvidenceReading`.
     """
-    return EvidenceReading(query, ranked, unknown_terms).verdict(distances)
+    return EvidenceReading(query, ranked, unknown_terms, candidates).verdict(distances)
 
 
 def state_verdict(

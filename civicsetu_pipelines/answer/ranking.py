@@ -7,8 +7,8 @@ overlap on Snowball stems with the statute's words for everyday ones (``data/voc
 the authority prior (Act > rules > regulations > orders > case law > FAQ > forms) and intent
 bonuses, each part kept in :attr:`Candidate.why`; or
 :class:`CrossEncoderReranker` when configured, see :func:`make_reranker`), and :func:`diversify`
-keeps a few units of each document. :func:`term_overlap` also weighs evidence and quotes when the
-answer is built.
+keeps a few units of each provision or document. :func:`term_overlap` also weighs evidence and
+quotes when the answer is built.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class Candidate:
     exact: bool = False  # an explicit reference in the question names this unit
     via: str | None = None  # "family" / "graph:REFERENCES" ... for expanded units
     why: dict[str, float] = field(default_factory=dict)  # the score's parts, by name
+    gave_way: GaveWay | None = None  # why diversity placed it below units that scored less
 
     @property
     def chunk_id(self) -> str:
@@ -70,6 +71,7 @@ class Candidate:
             "score": round(self.score, 4),
             "authority": self.authority,
             "why": {name: round(value, 4) for name, value in self.why.items() if value},
+            **({"moved": str(self.gave_way)} if self.gave_way else {}),
         }
 
 
@@ -361,21 +363,79 @@ def make_reranker(cross_encoder: str | None, ranker: str | None = None) -> Reran
     return DeterministicReranker()
 
 
-def diversify(candidates: Sequence[Candidate], k: int, per_document: int) -> list[Candidate]:
-    """The top ``k`` with at most ``per_document`` units of one document (exact matches always
-    kept); if the cap leaves fewer than ``k``, the rest fill in by score."""
+# How :func:`diversify` keys the units it caps (``RetrievalSettings.diversity``):
+#   provision  -- a unit of an Act, rules or regulations counts against its provision (the
+#                 document and section or rule: a section and its sub-sections), any other
+#                 unit (a judgment's paragraphs, an FAQ's questions, an order) against its document
+#   legislation -- the units of an Act, rules or regulations are not capped (each section is a
+#                 provision of its own), any other unit is capped by its document
+#   document   -- every unit counts against its document (the cap before issue 36)
+DIVERSITY_RULES = ("provision", "legislation", "document")
+# The kinds of document whose numbered units are separate provisions (data/kinds.yaml).
+LEGISLATION_KINDS = frozenset({"act", "rules", "regulations"})
+
+
+@dataclass(frozen=True)
+class GaveWay:
+    """Why :func:`diversify` placed a unit below units that scored less: the cap it met, and
+    the first unit placed in its stead."""
+
+    rule: str  # "provision" or "document": what the cap counts units of
+    cap: int
+    unit: str  # the unit it gave way to ("KARNATAKA Rule 4 (karnataka_rera_rules_2017)")
+
+    def __str__(self) -> str:
+        return f"gave way to {self.unit}: at most {self.cap} units of one {self.rule}"
+
+
+def diversity_key(c: Candidate, rule: str) -> tuple[str, tuple[str, ...]] | None:
+    """What ``c`` counts against under ``rule`` (:data:`DIVERSITY_RULES`): ("provision",
+    (document, section)) or ("document", (document,)); None when it is not capped."""
+    doc = str(c.row["document_key"])
+    if rule not in DIVERSITY_RULES:
+        raise ValueError(f"diversity {rule!r}: expected one of {', '.join(DIVERSITY_RULES)}")
+    if rule == "document" or str(c.row.get("doc_type") or "") not in LEGISLATION_KINDS:
+        return ("document", (doc,))
+    if rule == "legislation":
+        return None
+    return ("provision", (doc, str(c.row.get("section_label") or c.row.get("label") or "")))
+
+
+def _name(c: Candidate) -> str:
+    return f"{c.row.get('jurisdiction')} {c.label} ({c.row['document_key']})"
+
+
+def diversify(
+    candidates: Sequence[Candidate], k: int, per_document: int, rule: str = "document"
+) -> list[Candidate]:
+    """The top ``k`` with at most ``per_document`` units of one document, or of one provision
+    (``rule``, see :func:`diversity_key`); exact matches always kept. If the cap leaves fewer
+    than ``k``, the rest fill in by score. Each returned unit the cap moved below a unit that
+    scored less has :attr:`Candidate.gave_way` set (the rule and the unit placed in its
+    stead); every other one has it None."""
     chosen: list[Candidate] = []
-    counts: dict[str, int] = {}
+    counts: dict[tuple[str, tuple[str, ...]], int] = {}
+    waiting: list[tuple[Candidate, str]] = []  # passed over, not yet given way to anyone
+    moved: dict[str, GaveWay] = {}
     for c in candidates:
-        doc = str(c.row["document_key"])
-        if c.exact or counts.get(doc, 0) < per_document:
+        c.gave_way = None
+        key = diversity_key(c, rule)
+        if key is None or c.exact or counts.get(key, 0) < per_document:
             chosen.append(c)
-            counts[doc] = counts.get(doc, 0) + 1
+            for passed, what in waiting:
+                moved[passed.chunk_id] = GaveWay(what, per_document, _name(c))
+            waiting = []
+            if key is not None:
+                counts[key] = counts.get(key, 0) + 1
+        else:
+            waiting.append((c, key[0]))
         if len(chosen) == k:
-            return chosen
+            break
     for c in candidates:
+        if len(chosen) >= k:
+            break
         if c not in chosen:
             chosen.append(c)
-            if len(chosen) == k:
-                break
+    for c in chosen:
+        c.gave_way = moved.get(c.chunk_id)
     return chosen

@@ -69,10 +69,25 @@ class RetrievalSettings:
     candidates: int = 40  # rows taken from each of pgvector and full text
     ef_search: int = 100  # hnsw.ef_search
     rrf_k: int = 60
-    per_document: int = 3  # at most this many units of one document in the final list
+    per_document: int = 3  # at most this many units of one provision (or document) in the list
+    # what the cap counts units of (ranking.DIVERSITY_RULES): "provision" -- a section or rule
+    # of an Act, rules or regulations, the document for any other unit; "legislation" -- no
+    # cap on legislation, the document for the rest; "document" -- the document for every unit.
+    # Chosen on the dev half (issue 36): "provision", and "document" for a question that names
+    # a state (its own units then keep their places among the Act's sections).
+    diversity: str = "provision"
+    # the rule for a question that names a state (None: ``diversity``)
+    named_state_diversity: str | None = "document"
+
     family_of: int = 3  # expand parent and siblings of this many top hits
     graph_depth: int = 2
     graph_of: int = 5  # expand the graph around this many top hits
+
+    def diversity_for(self, query: Query) -> str:
+        """The diversity rule for ``query``: ``named_state_diversity`` when it names a state."""
+        if self.named_state_diversity and set(query.jurisdictions) - {ACT_JURISDICTION}:
+            return self.named_state_diversity
+        return self.diversity
 
 
 @dataclass
@@ -383,6 +398,7 @@ class Retriever:
             lambda texts: [embed_query(t) for t in texts]
         )
         self.settings = settings
+        self.candidates: list[Candidate] = []  # the last question's, by score, before diversity
         self.reranker = reranker
         prepare_session(self._conn, settings.ef_search)
         self._vectors: dict[str, np.ndarray] = {}
@@ -473,7 +489,8 @@ class Retriever:
                     known.add(str(row["chunk_id"]))
         since = timer.stage("expand", since)
         ranked = self.reranker.rerank(query, candidates)
-        ranked = diversify(ranked, k, settings.per_document)
+        self.candidates = ranked  # every candidate, by score, before diversity
+        ranked = diversify(ranked, k, settings.per_document, settings.diversity_for(query))
         since = timer.stage("rerank", since)
         return ranked, since
 

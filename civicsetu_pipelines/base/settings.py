@@ -38,6 +38,11 @@ ENV_EMBED_RUNTIME = "CIVICSETU_EMBED_RUNTIME"
 ENV_REINGEST_CRON = "CIVICSETU_REINGEST_CRON"
 # Answers: retrieval and the optional OpenAI-compatible generation endpoint.
 ENV_EF_SEARCH = "CIVICSETU_EF_SEARCH"
+# Diversity of the answer's units: what the cap counts (provision, legislation or document; see
+# answer.ranking.DIVERSITY_RULES) and how many units of one it keeps.
+ENV_DIVERSITY = "CIVICSETU_DIVERSITY"
+ENV_DIVERSITY_CAP = "CIVICSETU_DIVERSITY_CAP"
+ENV_DIVERSITY_NAMED_STATE = "CIVICSETU_DIVERSITY_NAMED_STATE"  # the rule when a state is named
 ENV_CROSS_ENCODER = "CIVICSETU_CROSS_ENCODER"
 ENV_LLM_BASE_URL = "CIVICSETU_LLM_BASE_URL"
 ENV_LLM_MODEL = "CIVICSETU_LLM_MODEL"
@@ -212,9 +217,11 @@ def env_value(name: str, default: str) -> str:
 
 
 def answer_env() -> dict[str, str]:
-    """The answer settings that are set: ef_search, cross_encoder, llm_base_url, llm_model,
-    llm_api_key."""
-    names = {"ef_search": ENV_EF_SEARCH, "cross_encoder": ENV_CROSS_ENCODER,
+    """The answer settings that are set: ef_search, diversity, diversity_cap,
+    diversity_named_state, cross_encoder, llm_base_url, llm_model, llm_api_key."""
+    names = {"ef_search": ENV_EF_SEARCH, "diversity": ENV_DIVERSITY,
+             "diversity_cap": ENV_DIVERSITY_CAP, "diversity_named_state": ENV_DIVERSITY_NAMED_STATE,
+             "cross_encoder": ENV_CROSS_ENCODER,
              "llm_base_url": ENV_LLM_BASE_URL, "llm_model": ENV_LLM_MODEL,
              "llm_api_key": ENV_LLM_API_KEY}  # fmt: skip
     return {key: os.environ[name] for key, name in names.items() if os.environ.get(name)}

@@ -100,12 +100,18 @@ def ask(
                 "force: act > rules > regulations > orders > case law > FAQ > forms)"
             )
         table = Table(title=title)
-        for column in ("#", "unit", "authority", "score", "parts"):
+        moved = any(r.get("moved") for r in result["retrieved"])
+        columns = ["#", "unit", "authority", "score", "parts"] + (["diversity"] if moved else [])
+        for column in columns:
             table.add_column(column)
         for rank, r in enumerate(result["retrieved"], start=1):
             parts = ", ".join(f"{k} {v:+.2f}" for k, v in (r.get("why") or {}).items())
+            # a unit diversity placed below units that scored less: the rule, and whom it
+            # gave way to
+            why_here = (str(r.get("moved") or ""),) if moved else ()
             table.add_row(str(rank), f"{r['jurisdiction']} {r['label']} ({r['document']})",
-                          str(r.get("authority", "")), f"{r['score']:.3f}", parts)  # fmt: skip
+                          str(r.get("authority", "")), f"{r['score']:.3f}", parts,
+                          *why_here)  # fmt: skip
         out.print(table)
     out.print(f"\n{result['disclaimer']}", style="dim")
     console.print(f"{result['timings_ms']['total']:.0f} ms")

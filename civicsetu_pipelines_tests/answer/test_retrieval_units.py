@@ -40,7 +40,12 @@ from civicsetu_pipelines.answer.ranking import (
     make_reranker,
     term_overlap,
 )
-from civicsetu_pipelines.answer.retrieval import _label_chain, fulltext_query, fuse
+from civicsetu_pipelines.answer.retrieval import (
+    RetrievalSettings,
+    _label_chain,
+    fulltext_query,
+    fuse,
+)
 from civicsetu_pipelines.answer.vocabulary import stem
 from civicsetu_pipelines.store.embedding import EmbeddingConfig, EvidenceDistances
 
@@ -275,6 +280,89 @@ def test_diversify_small_inputs() -> None:
     ranked = _docs("act", "guj")
     assert ids(diversify(ranked, k=5, per_document=3)) == ["00", "01"]
     assert ids(diversify(ranked, k=1, per_document=3)) == ["00"]
+
+
+def _units(*units: tuple[str, str, str]) -> list[Candidate]:
+    """Candidates in score order from (document, kind, label): the Act's sections, a state's
+    rules, a judgment's paragraphs."""
+    return [
+        cand(f"{i:02d}", document=doc, doc_type=kind, label=label, score=10.0 - i,
+             jurisdiction="CENTRAL" if doc == ACT else "GUJARAT")
+        for i, (doc, kind, label) in enumerate(units)
+    ]  # fmt: skip
+
+
+# Issue 36: the Act's governing Section 23 scores below three sibling sections and above two
+# state rules; a cap of three units per document pushed it below both.
+_ACT_AND_RULES = (
+    (ACT, "act", "Section 43"),
+    (ACT, "act", "Section 44"),
+    (ACT, "act", "Section 45"),
+    (ACT, "act", "Section 23"),
+    (GUJARAT_RULES, "rules", "Rule 4"),
+    (GUJARAT_RULES, "rules", "Rule 5"),
+)
+
+
+def test_diversify_by_provision_keeps_the_governing_section_among_its_siblings() -> None:
+    ranked = _units(*_ACT_AND_RULES)
+    assert ids(diversify(ranked, k=4, per_document=3, rule="document")) == ["00", "01", "02", "04"]
+    for rule in ("provision", "legislation"):  # each section is a provision of its own
+        assert ids(diversify(ranked, k=4, per_document=3, rule=rule)) == ["00", "01", "02", "03"]
+        assert all(c.gave_way is None for c in diversify(ranked, 6, 3, rule))
+
+
+def test_diversify_by_provision_caps_the_units_of_one_section() -> None:
+    ranked = _units(
+        (ACT, "act", "Section 18(1)"),
+        (ACT, "act", "Section 18(2)"),
+        (ACT, "act", "Section 18(3)"),
+        (ACT, "act", "Section 18"),
+        (GUJARAT_RULES, "rules", "Rule 4"),
+    )
+    assert ids(diversify(ranked, k=4, per_document=3, rule="provision")) == ["00", "01", "02", "04"]
+    assert ids(diversify(ranked, k=4, per_document=3, rule="legislation")) == [
+        "00",
+        "01",
+        "02",
+        "03",
+    ]
+
+
+def test_diversify_still_caps_a_judgments_paragraphs() -> None:
+    judgment = "newtech_promoters_2021"
+    ranked = _units(
+        *((judgment, "judgment", f"Para {n}") for n in (40, 41, 42, 43)),
+        (ACT, "act", "Section 18"),
+    )
+    for rule in ("provision", "legislation", "document"):
+        assert ids(diversify(ranked, k=4, per_document=3, rule=rule)) == ["00", "01", "02", "04"]
+
+
+def test_diversify_names_the_rule_and_the_unit_each_moved_unit_gave_way_to() -> None:
+    ranked = _units(*_ACT_AND_RULES)
+    chosen = diversify(ranked, k=6, per_document=3, rule="document")
+    assert ids(chosen) == ["00", "01", "02", "04", "05", "03"]
+    moved = {c.chunk_id: c.gave_way for c in chosen if c.gave_way}
+    assert list(moved) == ["03"]
+    assert str(moved["03"]) == (
+        f"gave way to GUJARAT Rule 4 ({GUJARAT_RULES}): at most 3 units of one document"
+    )
+    assert chosen[-1].summary()["moved"] == str(moved["03"])
+    assert "moved" not in chosen[0].summary()
+    sections = _units(*((ACT, "act", f"Section 18({n})") for n in (1, 2, 3, 4)),
+                      (GUJARAT_RULES, "rules", "Rule 4"))  # fmt: skip
+    chosen = diversify(sections, k=5, per_document=3, rule="provision")
+    assert [str(c.gave_way) for c in chosen if c.gave_way] == [
+        f"gave way to GUJARAT Rule 4 ({GUJARAT_RULES}): at most 3 units of one provision"
+    ]
+    # a later pass forgets what an earlier one moved
+    assert all(c.gave_way is None for c in diversify(sections, k=5, per_document=5))
+
+
+def test_diversify_rejects_an_unknown_rule() -> None:
+    with pytest.raises(ValueError, match="diversity 'section'"):
+        diversify(_units(*_ACT_AND_RULES), k=4, per_document=3, rule="section")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -743,6 +831,32 @@ def test_one_evidence_reading_is_decided_under_each_models_distances() -> None:
     for bad in ((0.0, 0.5, 0.5), (0.5, 0.4, 0.6), (0.5, 0.6, 0.4), (0.5, 0.6, 2.1)):
         with pytest.raises(ValueError, match="evidence distances"):
             EvidenceDistances(*bad)
+
+
+def test_the_evidence_verdict_reads_every_candidate_not_the_units_diversity_kept() -> None:
+    """Issue 36: the nearest unit in meaning decides whatever the diversity pass kept, so
+    moving units down (or another diversity rule) never turns an answer into a refusal."""
+    query = ask("What must a promoter disclose when registering a project?")
+    far = [cand(f"act{i}", distance=0.9, ranks={"fulltext": 1}, text="x") for i in range(3)]
+    near = cand("faq", distance=0.2, ranks={"vector": 1}, text="y")
+    tight = EvidenceDistances(0.30, 0.35, 0.45)
+    refused = evidence_verdict(query, far, tight)
+    assert refused is not None and refused[0] == "no_relevant_data"
+    everything = [*far, near]
+    for kept in (far, far[::-1], [near, *far[:2]], everything):
+        assert evidence_verdict(query, kept, tight, candidates=everything) is None
+    assert EvidenceReading(query, far, candidates=everything).nearest == 0.2
+
+
+def test_a_question_naming_a_state_keeps_the_document_cap() -> None:
+    settings = RetrievalSettings()
+    assert settings.diversity_for(ask("Who can appeal against the Authority's order?")) == (
+        "provision"
+    )
+    assert settings.diversity_for(ask("Who can appeal in Gujarat?")) == "document"
+    assert RetrievalSettings(named_state_diversity=None).diversity_for(
+        ask("Who can appeal in Gujarat?")
+    ) == "provision"  # fmt: skip
 
 
 def test_a_model_never_calibrated_borrows_the_default_models_distances_and_says_so(
