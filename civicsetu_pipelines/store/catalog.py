@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from civicsetu_pipelines.base import SetAside
+from civicsetu_pipelines.base import SetAside, by_document
 from civicsetu_pipelines.ingest import DocumentSpec
 
 if TYPE_CHECKING:  # pandas only where frames are built: reading the catalog does not need it
@@ -56,8 +56,7 @@ def build_catalog_rows(
             error = f"{spec.key}: no structure was produced"
         set_aside = json.loads(report.get("set_aside") or "[]") if report and not error else []
         if set_aside:
-            error = (f"{spec.key}: set aside, its previous rows stay served: "
-                     + "; ".join(set_aside))  # fmt: skip
+            error = set_aside_error(spec.key, set_aside)
         ok_pages = pages[pages["error"].isna()] if not pages.empty else pages
         docs.append(
             {
@@ -186,16 +185,17 @@ def read_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
             "SELECT document_key, stage, error_type, message, page FROM document_set_asides "
             "ORDER BY document_key, stage"
         )
-        later: dict[str, list[str]] = {}
-        for key, stage, error_type, message, page in cur.fetchall():
-            where = f" (page {page})" if page is not None else ""
-            later.setdefault(key, []).append(f"{stage}: {error_type}: {message}{where}")
+        later = by_document(SetAside(*row) for row in cur.fetchall())
     for row in rows:
         if row["key"] in later and row["ingest_status"] == "ok":
             row["ingest_status"] = "set_aside"
-            row["error"] = (f"{row['key']}: set aside, its previous rows stay served: "
-                            + "; ".join(later[row["key"]]))  # fmt: skip
+            row["error"] = set_aside_error(row["key"], later[row["key"]])
     return rows
+
+
+def set_aside_error(key: str, reasons: Sequence[str]) -> str:
+    """A set-aside document's error in the catalog: its previous rows stay served, and why."""
+    return f"{key}: set aside, its previous rows stay served: " + "; ".join(reasons)
 
 
 def read_sections(conn: psycopg.Connection[Any], document_key: str) -> list[dict[str, Any]]:

@@ -1,6 +1,10 @@
 """Asset modules; what they share."""
 
+from collections.abc import Sequence
+
 import dagster as dg
+
+from civicsetu_pipelines.base import SetAside
 
 OWNERS = ["team:civicsetu-data"]
 
@@ -17,3 +21,17 @@ def act_document_key() -> str:
 
     return next((s.key for s in load_registry().documents() if str(s.doc_type) == "act"),
                 "rera_act_2016")  # fmt: skip
+
+
+def set_aside_check(asides: Sequence[SetAside]) -> dg.AssetCheckResult:
+    """An asset's ``documents_set_aside`` check: passed when its step set no document aside,
+    else failed naming each document with why (``base.set_aside``)."""
+    from civicsetu_pipelines.base import by_document
+
+    return dg.AssetCheckResult(
+        check_name="documents_set_aside",
+        passed=not asides,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description="; ".join(f"{a.document_key}: {a.reason()}" for a in asides)[:1000] or None,
+        metadata={"documents": dg.MetadataValue.json(by_document(asides))},
+    )

@@ -7,8 +7,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from civicsetu_pipelines.base import by_document, neo4j_configured
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
+from civicsetu_pipelines.base import neo4j_configured
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key, set_aside_check
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, Neo4jResource, PostgresResource
 from civicsetu_pipelines.graph import (
@@ -177,13 +177,7 @@ def graph_edges(
             "network_png": dg.MetadataValue.path(str(picture.path)),
         }
     )
-    yield dg.AssetCheckResult(
-        check_name="documents_set_aside",
-        passed=not build.set_aside,
-        description="; ".join(f"{a.document_key}: {a.reason()}" for a in build.set_aside)[:1000]
-        or None,
-        metadata={"documents": dg.MetadataValue.json(by_document(build.set_aside))},
-    )
+    yield set_aside_check(build.set_aside)
     over = {key: rate for key, rate in rates.items() if rate > UNRESOLVED_LIMIT}
     yield dg.AssetCheckResult(
         check_name="unresolved_references",

@@ -14,8 +14,8 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from civicsetu_pipelines.base import SetAside, by_document, contained
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.base import SetAside, contained
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, set_aside_check
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResource
 from civicsetu_pipelines.ingest import load_registry
@@ -120,13 +120,7 @@ def chunk_embeddings(
             "chunks_per_second": round(embedded_now / seconds, 1) if embedded_now else 0.0,
         },
     )
-    yield dg.AssetCheckResult(
-        check_name="documents_set_aside",
-        passed=not asides,
-        severity=dg.AssetCheckSeverity.ERROR,
-        description="; ".join(f"{a.document_key}: {a.reason()}" for a in asides)[:1000] or None,
-        metadata={"documents": dg.MetadataValue.json(by_document(asides))},
-    )
+    yield set_aside_check(asides)
     norms = np.linalg.norm(matrix, axis=1) if len(matrix) else np.ones(0)
     yield dg.AssetCheckResult(
         check_name="dimension",
