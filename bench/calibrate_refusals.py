@@ -46,7 +46,7 @@ from civicsetu_pipelines.answer.answers import (
     model_distances,
     settings_from_env,
 )
-from civicsetu_pipelines.answer.compose import EvidenceReading
+from civicsetu_pipelines.answer.verdict import EvidenceReading
 from civicsetu_pipelines.base.settings import Settings
 from civicsetu_pipelines.evaluate import GoldenQuestion, load_golden
 from civicsetu_pipelines.store.database import resolve_database_url

@@ -9,9 +9,10 @@ Modules, in the order they build on each other:
 * ``retrieval`` -- references, vectors, full text, fusion and expansion: the ranked candidates
 * ``citations`` -- verbatim checks and page placement of quotes
 * ``llm`` -- the optional OpenAI-compatible path with verified claims
-* ``compose`` -- refusals, quotes, citations and confidence: the answer
+* ``verdict`` -- refusals before retrieval and the verdict on the evidence (never its order)
+* ``compose`` -- quotes, citations and confidence: the answer
 * ``timing`` -- per-stage timings
-* ``answers`` -- the orchestrator: one question down the layers
+* ``answers`` -- the orchestrator: one question through the stages, each once
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

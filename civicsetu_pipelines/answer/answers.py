@@ -1,18 +1,21 @@
-"""Trusted answers from the materialized stores: one question's walk down the layers.
+"""Trusted answers from the materialized stores: one question's walk down the stages.
 
 Pure domain code (no Dagster). :class:`QueryEngine` holds a database connection, the query
-embedder and the reranker for a process; :func:`answer` uses one per process. One question goes:
+embedder and the reranker for a process; :func:`answer` uses one per process. One question
+passes each stage once, in this order:
 
-1. :mod:`~civicsetu_pipelines.answer.questions` -- validate and understand it (the
+1. understand -- :mod:`~civicsetu_pipelines.answer.questions`: validate it (the
    :class:`~civicsetu_pipelines.answer.questions.Query`), parse the filters;
-2. :mod:`~civicsetu_pipelines.answer.compose` -- refuse a question about places the corpus does
-   not hold;
-3. :mod:`~civicsetu_pipelines.answer.retrieval` -- resolve its explicit references, then
-   :mod:`~civicsetu_pipelines.answer.compose` refuses an ambiguous, vague or absent one;
-4. :mod:`~civicsetu_pipelines.answer.retrieval` -- the ranked candidates (one retrieval per
-   jurisdiction when comparing);
-5. :mod:`~civicsetu_pipelines.answer.compose` -- the verdict on the evidence (or a refusal), then
-   the answer: verbatim quotes with their citations placed on pages.
+2. verdict before retrieval -- :mod:`~civicsetu_pipelines.answer.verdict`: refuse a question
+   about places the corpus does not hold, then (its explicit references resolved by
+   :mod:`~civicsetu_pipelines.answer.retrieval`) an ambiguous, vague or absent one;
+3. retrieve and rank -- :mod:`~civicsetu_pipelines.answer.retrieval`: every candidate, reranked
+   by :mod:`~civicsetu_pipelines.answer.ranking` (one retrieval per jurisdiction when comparing);
+4. diversify -- :func:`~civicsetu_pipelines.answer.ranking.diversify`: the units served;
+5. verdict on the evidence -- :mod:`~civicsetu_pipelines.answer.verdict`: read from every
+   candidate by score and the units served as a set, never their places (or a refusal);
+6. compose -- :mod:`~civicsetu_pipelines.answer.compose`: verbatim quotes with their citations
+   placed on pages.
 
 Every stage is timed (``timings_ms``); the log records the question's hash and length, its
 status and the total time, never the text.
@@ -29,15 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from civicsetu_pipelines.answer.compose import (
-    Comparison,
-    Composer,
-    EvidenceReading,
-    evidence_refusal,
-    places_refusal,
-    reference_refusal,
-    with_notes,
-)
+from civicsetu_pipelines.answer.compose import Comparison, Composer
 from civicsetu_pipelines.answer.llm import LLMSettings
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import (
@@ -56,6 +51,13 @@ from civicsetu_pipelines.answer.ranking import (
 )
 from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
 from civicsetu_pipelines.answer.timing import Timer
+from civicsetu_pipelines.answer.verdict import (
+    EvidenceReading,
+    evidence_refusal,
+    places_refusal,
+    reference_refusal,
+    with_notes,
+)
 from civicsetu_pipelines.provisions import (
     ACROSS_STATES,
     load_matter_specs,
@@ -221,14 +223,17 @@ class QueryEngine:
         if comparing:
             return self._compare(query, scope or [], as_of, k, timer, since)
         exact_rows = [row for r in resolutions for row in r.candidates]
-        ranked, since = self._retriever.retrieve(query, scope, as_of, k, exact_rows, timer, since)
-        evidence = EvidenceReading(query, ranked, self._retriever.unknown_terms,
-                                   self._retriever.candidates)  # fmt: skip
+        retriever = self._retriever
+        candidates, since = retriever.retrieve(query, scope, as_of, k, exact_rows, timer, since)
+        served = retriever.serve(query, candidates, k)
+        since = timer.stage("diversify", since)
+        evidence = EvidenceReading(query, served, retriever.unknown_terms, candidates)
         self.last_evidence = evidence
         refused = evidence_refusal(evidence, self.distances, self.jurisdictions)
+        since = timer.stage("verdict", since)
         if refused is not None:
             return refused
-        return with_notes(self._composer.compose(query, ranked, timer, since), resolutions)
+        return with_notes(self._composer.compose(query, served, timer, since), resolutions)
 
     def _from_table(
         self, query: Query, scope: Sequence[str] | None, as_of: dt.date | None
@@ -284,9 +289,11 @@ class QueryEngine:
         per_state = max(2, k // len(states))
         comparison = Comparison(query, self._composer, self.distances)
         for state in states:
-            ranked, since = self._retriever.retrieve(query, [state], as_of, per_state, [], timer,
-                                                     since)  # fmt: skip
-            comparison.add(state, ranked, self._retriever.unknown_terms)
+            candidates, since = self._retriever.retrieve(query, [state], as_of, per_state, [],
+                                                         timer, since)  # fmt: skip
+            served = self._retriever.serve(query, candidates, per_state)
+            since = timer.stage("diversify", since)
+            comparison.add(state, served, self._retriever.unknown_terms, candidates)
         timer.stage("answer", since)
         return comparison.result()
 

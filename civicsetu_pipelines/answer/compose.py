@@ -1,10 +1,10 @@
-"""Trusted answers built from ranked evidence: extractive answers made only of verbatim quotes
-with their citations, comparisons of jurisdictions, and explicit refusals.
+"""Trusted answers composed from evidence that passed the verdict
+(:mod:`~civicsetu_pipelines.answer.verdict`): extractive answers made only of verbatim quotes
+with their citations, and comparisons of jurisdictions.
 
-Pure domain code (no Dagster). The refusals decided before retrieval (:func:`places_refusal`,
-:func:`reference_refusal`) and after it (:func:`evidence_refusal`, from the verdicts), the
-quotes chosen, their citations placed on pages (:class:`Composer`, which reads the stored page
-texts), the confidence and the rendered text.
+Pure domain code (no Dagster). The last stage a question passes: the quotes chosen, their
+citations placed on pages (:class:`Composer`, which reads the stored page texts), the
+confidence and the rendered text; a refusal only when nothing chosen can be quoted.
 
 Doctrine: never answer without evidence from the stored corpus; every quote is verbatim in its
 chunk and placed on the page it is printed on; legal structure (labels, sections) comes from the
@@ -15,135 +15,34 @@ verbatim checks or the answer is refused (``validation_failed``).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import psycopg
 
 from civicsetu_pipelines.answer.citations import quote_in, sentences, split_across_pages
 from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
-from civicsetu_pipelines.answer.other_laws import load_other_laws
-from civicsetu_pipelines.answer.places import ACT_JURISDICTION
-from civicsetu_pipelines.answer.questions import Query, is_vague
+from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.ranking import Candidate, scoring_terms, term_overlap
-from civicsetu_pipelines.answer.retrieval import ReferenceResolution
 from civicsetu_pipelines.answer.timing import Timer
-from civicsetu_pipelines.answer.vocabulary import content_stems, load_vocabulary, stems
+from civicsetu_pipelines.answer.verdict import (
+    ANSWERING_SHARE,
+    DISCLAIMER,
+    evidence_verdict,
+    refusal,
+    related_units,
+    unit_summary,
+)
+from civicsetu_pipelines.answer.vocabulary import content_stems, stems
 from civicsetu_pipelines.base import canonical_flat
 from civicsetu_pipelines.ingest import authority_of, citation_role, is_case_law
 from civicsetu_pipelines.store import EvidenceDistances
 
-DISCLAIMER = (
-    "Extracts quoted from the stored gazette text with their citations; not legal advice. "
-    "Check the cited page of the official gazette, and whether the provision has been amended, "
-    "before relying on it."
-)
-# The share of the question's terms the best unit holds for it to answer a little beyond the
-# model's answer distance (EvidenceDistances.near).
-NEAR_OVERLAP = 0.67
-STATE_EVIDENCE_UNITS = 5  # a state question's own evidence is among this many best units
 THIN_OVERLAP = 0.34  # below this share of terms, confidence is low
 MAX_QUOTES = 4
 QUOTES_PER_UNIT = 2
 MAX_QUOTE_CHARS = 600
-
-
-# ---------------------------------------------------------------------------------------------
-# Refusals and notes, in the order a question meets them
-
-
-def places_refusal(
-    query: Query, wanted: Sequence[str], stored: Sequence[str]
-) -> dict[str, Any] | None:
-    """A question that names only places the corpus holds nothing of (and no filter) is out of
-    scope; else None."""
-    if query.other_places and not query.jurisdictions and not wanted:
-        places = ", ".join(query.other_places)
-        return refusal(
-            "out_of_scope",
-            f"The corpus holds no documents of {places}; it covers {', '.join(stored)}. The RERA "
-            f"Act applies in every state, but {places}'s own rules, fees and authority are not in "
-            "the corpus: ask about the Act without naming the place, or add its gazettes "
-            "(civicsetu documents add).",
-        )
-    return None
-
-
-def missing_labels(resolutions: Sequence[ReferenceResolution]) -> list[str]:
-    """The labels of the question's references that name no stored unit."""
-    return [r.reference.label for r in resolutions if not r.candidates]
-
-
-def reference_refusal(
-    query: Query,
-    resolutions: Sequence[ReferenceResolution],
-    scope: Sequence[str] | None,
-    as_of: dt.date | None,
-    *,
-    comparing: bool,
-) -> dict[str, Any] | None:
-    """Refused before retrieval: a reference found in several documents (unless comparing), a
-    question too vague to answer, or one whose every reference is absent; else None."""
-    ambiguous = [r for r in resolutions if r.ambiguous and not comparing]
-    if ambiguous:
-        options = [c for r in ambiguous for c in r.candidates]
-        return refusal(
-            "ambiguous_query",
-            f"{ambiguous[0].reference.label} exists in several documents "
-            f"({', '.join(sorted({str(c['jurisdiction']) for c in options}))}): "
-            "name the jurisdiction (or pass --jurisdiction).",
-            related=[_related(row) for row in options],
-        )
-    missing = missing_labels(resolutions)
-    if is_vague(query) and not query.references:
-        return refusal(
-            "ambiguous_query",
-            "The question is too vague to answer from the statute: name a provision "
-            "(e.g. 'Section 18') or ask about a specific obligation, right or procedure.",
-        )
-    exact_rows = [row for r in resolutions for row in r.candidates]
-    if missing and not exact_rows:  # every unit the question names is absent: never
-        # answer it with other provisions
-        return refusal(
-            "no_relevant_data",
-            f"{', '.join(missing)} is not in the stored corpus"
-            + (f" of {', '.join(scope)}" if scope else "")
-            + (f" in force on {as_of.isoformat()}" if as_of else "")
-            + ".",
-        )
-    return None
-
-
-def evidence_refusal(
-    evidence: EvidenceReading, distances: EvidenceDistances, stored: Sequence[str]
-) -> dict[str, Any] | None:
-    """Refused after retrieval: nothing retrieved, or a verdict against the evidence
-    (:func:`external_verdict`, :meth:`EvidenceReading.verdict` under the model's ``distances``,
-    :func:`state_verdict`); else None."""
-    query, ranked = evidence.query, evidence.ranked
-    if not ranked:
-        return refusal("no_relevant_data", "Nothing in the stored corpus matches the question.")
-    verdict = external_verdict(query, ranked)
-    verdict = verdict or evidence.verdict(distances)
-    verdict = verdict or state_verdict(query, ranked, stored)
-    if verdict is not None:
-        reason, message = verdict
-        return refusal(reason, message, related=[c.summary() for c in ranked[:5]],
-                       retrieved=ranked)  # fmt: skip
-    return None
-
-
-def with_notes(
-    result: dict[str, Any], resolutions: Sequence[ReferenceResolution]
-) -> dict[str, Any]:
-    """``result`` noting the question's references that are not in the stored corpus."""
-    missing = missing_labels(resolutions)
-    if missing:
-        result["notes"] = [f"{', '.join(missing)} is not in the stored corpus."]
-    return result
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,7 +74,7 @@ class Composer:
                 "no_relevant_data",
                 "The best matching provisions hold no sentence that can be quoted for this "
                 "question.",
-                related=[c.summary() for c in ranked[:5]],
+                related=related_units(ranked),
                 retrieved=ranked,
             )
         return {
@@ -184,7 +83,7 @@ class Composer:
             "answer": render_answer(citations),
             "confidence": confidence(query, ranked),
             "citations": citations,
-            "retrieved": [c.summary() for c in ranked],
+            "retrieved": [unit_summary(c) for c in ranked],
             "related": [],
             "disclaimer": DISCLAIMER,
         }
@@ -208,13 +107,13 @@ class Composer:
                 "The generated answer failed the citation checks"
                 if reason
                 else "The language model could not be reached; no answer was generated.",
-                related=[c.summary() for c in ranked[:5]],
+                related=related_units(ranked),
                 retrieved=ranked,
                 problems=result.problems,
             )
         if not result.claims:
             return refusal("no_relevant_data", "The evidence retrieved does not answer it.",
-                           related=[c.summary() for c in ranked[:5]], retrieved=ranked)  # fmt: skip
+                           related=related_units(ranked), retrieved=ranked)  # fmt: skip
         by_id = {e.id: c for e, c in zip(evidence, ranked, strict=True)}
         quotes: list[tuple[Candidate, str]] = []
         for claim in result.claims:
@@ -226,7 +125,7 @@ class Composer:
         citations = self.cite(quotes)
         if len(citations) < len(quotes):
             return refusal("validation_failed", "A quote could not be placed on a page.",
-                           related=[c.summary() for c in ranked[:5]], retrieved=ranked)  # fmt: skip
+                           related=related_units(ranked), retrieved=ranked)  # fmt: skip
         text = " ".join(
             f"{claim.text} "
             + "".join(f"[{c['n']}]" for c in citations if c["quote"] in claim.quotes)
@@ -238,7 +137,7 @@ class Composer:
             "answer": text.strip(),
             "confidence": confidence(query, ranked),
             "citations": citations,
-            "retrieved": [c.summary() for c in ranked],
+            "retrieved": [unit_summary(c) for c in ranked],
             "related": [],
             "generated": {"attempts": result.attempts, "claims": len(result.claims)},
             "disclaimer": DISCLAIMER,
@@ -344,12 +243,14 @@ class Comparison:
         state: str,
         ranked: list[Candidate],
         unknown_terms: Callable[[Sequence[str]], list[str]],
+        candidates: Sequence[Candidate] | None = None,
     ) -> None:
-        """The side of ``state`` from its own ranked units: up to two quotes, if its evidence
-        answers."""
+        """The side of ``state`` from its own units served (``ranked``; ``candidates``: every
+        one retrieved, by score): up to two quotes, if its evidence answers."""
         query = self.query
         self.ranked_all += ranked
-        if not ranked or evidence_verdict(query, ranked, self.distances, unknown_terms):
+        verdict = evidence_verdict(query, ranked, self.distances, unknown_terms, candidates)
+        if not ranked or verdict:
             self.sides.append(
                 {"jurisdiction": state, "status": "no_relevant_data", "citations": []}
             )
@@ -386,7 +287,7 @@ class Comparison:
         if not citations:
             return refusal("no_relevant_data", "None of the jurisdictions compared has a "
                            "provision that answers the question.",
-                           related=[c.summary() for c in ranked_all[:5]],
+                           related=related_units(ranked_all),
                            retrieved=ranked_all)  # fmt: skip
         answered_sides = [side["jurisdiction"] for side in sides if side["citations"]]
         lines = []
@@ -407,7 +308,7 @@ class Comparison:
             ),
             "citations": citations,
             "comparison": sides,
-            "retrieved": [c.summary() for c in ranked_all],
+            "retrieved": [unit_summary(c) for c in ranked_all],
             "related": [],
             "disclaimer": DISCLAIMER,
         }  # fmt: skip
@@ -415,12 +316,6 @@ class Comparison:
 
 # ---------------------------------------------------------------------------------------------
 # Pure pieces (unit-tested on their own)
-
-
-def _related(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {"jurisdiction": row["jurisdiction"], "document": row["document_key"],
-            "label": row["label"], "section": row["section_label"],
-            "chunk_id": str(row["chunk_id"])}  # fmt: skip
 
 
 _VERBS = {"substitute": "substituted", "substitute_words": "amended", "insert": "inserted",
@@ -454,167 +349,6 @@ def dated(row: Mapping[str, Any], printed_in: Mapping[str, Any] | None = None) -
     return out
 
 
-def refusal(
-    reason: str,
-    message: str,
-    *,
-    related: Sequence[Mapping[str, Any]] = (),
-    retrieved: Sequence[Candidate] = (),
-    problems: Sequence[str] = (),
-) -> dict[str, Any]:
-    """A refusal: the reason, a message, and related provisions listed as "related, not
-    answering" where they exist."""
-    out: dict[str, Any] = {
-        "status": "refused",
-        "refusal_reason": reason,
-        "answer": message,
-        "confidence": None,
-        "citations": [],
-        "retrieved": [c.summary() for c in retrieved],
-        "related": [{**r, "relation": "related, not answering"} for r in related],
-        "disclaimer": DISCLAIMER,
-    }
-    if problems:
-        out["problems"] = list(problems)
-    return out
-
-
-class EvidenceReading:
-    """What the verdict on one question's evidence reads from its ranked units, each part
-    computed on first use (most questions are decided by the nearest distance alone, before the
-    query for words the corpus lacks): :meth:`verdict` decides under given distances, and
-    bench/calibrate_refusals.py replays one reading under many."""
-
-    def __init__(
-        self,
-        query: Query,
-        ranked: Sequence[Candidate],
-        unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
-        candidates: Sequence[Candidate] | None = None,
-    ) -> None:
-        self.query = query
-        self.ranked = ranked
-        self._unknown_terms = unknown_terms
-        self.exact = any(c.exact for c in ranked)
-        # the nearest unit in meaning among every candidate (when given), not only those the
-        # diversity pass kept: moving a unit down never changes the verdict
-        pool = ranked if candidates is None else candidates
-        self.nearest = min((c.distance for c in pool if c.distance is not None), default=1.0)
-
-    @cached_property
-    def unknown(self) -> list[str]:
-        """The question's words that occur nowhere in the corpus (and the vocabulary does not
-        read as a legal term)."""
-        vocabulary = load_vocabulary()
-        return [t for t in self._unknown_terms(self.query.terms) if not vocabulary.legal_for(t)]
-
-    @cached_property
-    def shares_terms(self) -> bool:
-        """A unit holds most of the question's terms, and each of its words occurs in the corpus."""
-        best = max((term_overlap(self.query.terms, c.row.get("text")) for c in self.ranked),
-                   default=0)  # fmt: skip
-        return best >= NEAR_OVERLAP and not self.unknown
-
-    @cached_property
-    def buyers_matter(self) -> bool:
-        """Told in a buyer's words for a matter the statute regulates (the vocabulary reads a
-        lay term for one in it: "cracks", "money back"; a word for a party or the property
-        alone, "builder", "flat", is not enough), and most of its words occur in the corpus."""
-        vocabulary = load_vocabulary()
-        in_domain = any(vocabulary.names_a_matter(t) for t in self.query.lay_terms)
-        return in_domain and len(self.unknown) < len(self.query.terms) / 2
-
-    def answers(self, distances: EvidenceDistances) -> bool:
-        """Whether the evidence can answer under ``distances``."""
-        return (
-            self.exact
-            or self.nearest <= distances.answer
-            or (self.nearest <= distances.near and self.shares_terms)
-            or (self.nearest <= distances.domain and self.buyers_matter)
-        )
-
-    def verdict(self, distances: EvidenceDistances) -> tuple[str, str] | None:
-        """None when the evidence can answer; else (reason, message): out of scope when some of
-        the question's words occur nowhere in the corpus (or nothing matches its words), else
-        the evidence is too thin."""
-        if self.answers(distances):
-            return None
-        if self.unknown or not any("fulltext" in c.ranks for c in self.ranked):
-            words = f" ({', '.join(self.unknown)} occur nowhere in it)" if self.unknown else ""
-            return ("out_of_scope", "The stored corpus (the RERA Act, 2016, its FAQ and state "
-                    f"RERA rules) has nothing on this question{words}.")  # fmt: skip
-        return ("no_relevant_data", "The stored provisions that come closest do not answer the "
-                "question; they are listed as related.")  # fmt: skip
-
-
-def evidence_verdict(
-    query: Query,
-    ranked: Sequence[Candidate],
-    distances: EvidenceDistances,
-    unknown_terms: Callable[[Sequence[str]], list[str]] = lambda _terms: [],
-    candidates: Sequence[Candidate] | None = None,
-) -> tuple[str, str] | None:
-    """None when the best evidence can answer; else (reason, message).
-
-    An exact reference is always evidence. Otherwise the nearest unit in meaning (among
-    ``candidates`` when given: every unit retrieved, before diversity) decides, under
-    the model's ``distances``: within ``answer`` it can answer; a little farther when it shares
-    most of the question's terms, or, up to ``domain``, when the question is told in a buyer's
-    words for a matter the statute regulates (a story of a buyer's own flat strays farther from
-    the statute's wording than a question in its terms, without leaving its subject). See
-    :class:`EvidenceReading`.
-    """
-    return EvidenceReading(query, ranked, unknown_terms, candidates).verdict(distances)
-
-
-def state_verdict(
-    query: Query, ranked: Sequence[Candidate], stored: Sequence[str]
-) -> tuple[str, str] | None:
-    """A question about one state is not answered from another jurisdiction's text, nor from a
-    unit of its own that matches it only on the document's name ("Karnataka", "real estate",
-    "rules": the short title or preamble of the state's rules, which say nothing of the matter
-    asked): refused, with what was found as related. The state's unit must be among the first
-    STATE_EVIDENCE_UNITS, whatever top-k was asked (a tenth unit is never quoted, and the
-    verdict must not change with top-k)."""
-    states = [j for j in query.jurisdictions if j != ACT_JURISDICTION and j in stored]
-    if len(states) != 1 or query.references or "comparison" in query.intents:
-        return None
-    terms = scoring_terms(query)
-    if any(c.row["jurisdiction"] == states[0] and speaks_beyond_its_name(terms, c.row)
-           for c in ranked[:STATE_EVIDENCE_UNITS]):  # fmt: skip
-        return None
-    return ("no_relevant_data", f"The stored documents of {states[0]} do not cover this; the "
-            "closest provisions are listed as related.")  # fmt: skip
-
-
-def speaks_beyond_its_name(terms: Sequence[str], row: Mapping[str, Any]) -> bool:
-    """Whether a unit holds any of the question's ``terms`` besides the words of its own
-    document's title (the state's name and "real estate ... rules" are in every unit's
-    document, so they say nothing of what the unit is about)."""
-    name = stems(str(row.get("document_title") or ""))
-    beyond = [t for t in terms if not set(content_stems(t)) <= name]
-    return term_overlap(beyond, _heading_and_text(row)) > 0
-
-
-def _heading_and_text(row: Mapping[str, Any]) -> str:
-    return f"{row.get('title') or ''} {row.get('text') or ''}"
-
-
-def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, str] | None:
-    """A question about a subject another enactment governs (``data/other_laws.yaml``: stamp
-    duty, GST, income tax, tenancy ...) that none of the best units speaks of is out of scope:
-    refused, naming the enactment."""
-    laws = load_other_laws()
-    law = laws.subject_of(query.text)
-    if law is None or query.references:
-        return None
-    if any(laws.speaks_of(_heading_and_text(c.row), law) for c in ranked[:3]):
-        return None
-    return ("out_of_scope", f"This is a question of {law.subject}, which {law.governed_by} "
-            "governs; the stored corpus holds the RERA Act, 2016 and the rules, regulations, "
-            "orders and guidance made under it, not that law.")  # fmt: skip
-
-
 def choose_quotes(
     query: Query, ranked: Sequence[Candidate], *, limit: int = MAX_QUOTES
 ) -> list[tuple[Candidate, str]]:
@@ -631,7 +365,8 @@ def choose_quotes(
     if named:
         ranked = [c for c in ranked if (c.row["document_key"], c.row["section_label"]) in named]
     best = ranked[0].score if ranked else 0.0
-    answering = [c for c in ranked if c is ranked[0] or c.exact or c.score >= 0.5 * best]
+    answering = [c for c in ranked
+                 if c is ranked[0] or c.exact or c.score >= ANSWERING_SHARE * best]  # fmt: skip
     seen: set[tuple[str, str]] = set()
     units: list[Candidate] = []
     for candidate in answering:
@@ -665,9 +400,15 @@ def _quote(query: Query, candidate: Candidate) -> str | None:
         picked = list(spans[:QUOTES_PER_UNIT])
     else:
         terms = scoring_terms(query)  # a lay phrase counts where the statute's words for it are
-        scored = [(term_overlap(terms, s.text), -i) for i, s in enumerate(spans)]
+        # the words its heading already says ("Interest payable by promoter") tell what the
+        # unit is about, not which of its sentences answers: the sentence holding the asked
+        # words its heading lacks ("rate") is the one that does, then the most words overall
+        heading = stems(f"{candidate.row.get('title') or ''} {candidate.label}")
+        beyond = [t for t in terms if not set(content_stems(t)) <= heading]
+        scored = [((term_overlap(beyond, s.text), term_overlap(terms, s.text)), -i)
+                  for i, s in enumerate(spans)]  # fmt: skip
         share, first = max(scored)
-        if share <= 0:
+        if share[1] <= 0:
             return None
         picked = [spans[-first]]
         following = -first + 1

@@ -61,19 +61,6 @@ class Candidate:
         """The unit's tier in the order of legal force ("act", "rules", ..., "form")."""
         return authority_of(str(self.row.get("doc_type") or ""), str(self.row.get("unit"))).name
 
-    def summary(self) -> dict[str, Any]:
-        return {
-            "jurisdiction": self.row["jurisdiction"],
-            "document": self.row["document_key"],
-            "label": self.label,
-            "section": self.row["section_label"],
-            "chunk_id": self.chunk_id,
-            "score": round(self.score, 4),
-            "authority": self.authority,
-            "why": {name: round(value, 4) for name, value in self.why.items() if value},
-            **({"moved": str(self.gave_way)} if self.gave_way else {}),
-        }
-
 
 class Reranker(Protocol):
     name: str

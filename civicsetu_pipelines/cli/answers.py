@@ -137,6 +137,7 @@ def eval_command(
         GoldenError,
         by_kind_and_split,
         by_split,
+        diversity_displaced,
         evaluate,
         golden_sha256,
         load_golden,
@@ -169,20 +170,23 @@ def eval_command(
     head = result.headline
     splits = by_split(result.rows)
     kinds = by_kind_and_split(result.rows)
+    displaced = diversity_displaced(result.rows)
     if as_json:
         rows = [
             {"id": r["question_id"], "split": r["split"], "phrasing": r["phrasing"],
              "query_type": r["query_type"], f"hit_at_{k}": r[f"hit_at_{k}"],
              "hit_at_5": r["hit_at_5"], "reciprocal_rank": r["reciprocal_rank"],
              "governing_rr": r["governing_rr"], "retrieved": r["retrieved"],
-             "governing": r["governing"], "status": r["status"],
+             "governing": r["governing"], "governing_placement": r["governing_placement"],
+             "status": r["status"],
              "refusal_correct": r["refusal_correct"],
              "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
             for r in result.rows
         ]  # fmt: skip
         print_json({"run_id": result.run_id, "k": k, "model_id": model_id,
                      "evidence_distances": dataclasses.asdict(distances), "headline": head,
-                     "by_split": splits, "by_query_type": kinds, "questions": rows})  # fmt: skip
+                     "by_split": splits, "by_query_type": kinds,
+                     "diversity_displaced": displaced, "questions": rows})  # fmt: skip
         return
     halves = list(splits)
     table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name} "
@@ -208,6 +212,11 @@ def eval_command(
         target = THRESHOLDS.get(metric)
         table.add_row(metric, *cells, "" if target is None else f"{target:g}")
     out.print(table)
+    if displaced["count"] is not None:  # the hit@5 the diversity cap cost, not the ranking
+        which = f" ({', '.join(displaced['questions'])})" if displaced["questions"] else ""
+        count, scored = int(displaced["count"]), displaced["scored"]
+        out.print(f"diversity moved the governing provision out of the top {displaced['k']}: "
+                  f"{count} of {scored} questions{which}")  # fmt: skip
     out.print(f"model {model_id}")
     out.print(f"evidence distances: answer {distances.answer}, near {distances.near}, domain "
               f"{distances.domain}")  # fmt: skip

@@ -12,6 +12,7 @@ from .scoring import (
     assign_splits as assign_splits,
     by_kind_and_split as by_kind_and_split,
     by_split as by_split,
+    diversity_displaced as diversity_displaced,
     evaluate as evaluate,
     golden_sha256 as golden_sha256,
     held_out as held_out,

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from rapidfuzz.distance import Levenshtein
 
 if TYPE_CHECKING:
-    from civicsetu_pipelines.answer import LLMSettings
+    from civicsetu_pipelines.answer import Candidate, LLMSettings
 
 log = logging.getLogger("civicsetu.metrics")
 
@@ -160,6 +160,58 @@ def governing_scores(items: Sequence[Judged]) -> dict[str, dict[str, float]]:
         scores["governing_rr"] = 1.0 / rank if rank else 0.0
         out[item.id] = scores
     return out
+
+
+# Where diversity is asked whether it moved the governing unit out: the top 5, as hit@5 counts.
+DIVERSITY_K = 5
+
+
+def unit_key(c: Candidate) -> str:
+    """A candidate as scoring names units: "JURISDICTION:Section label"."""
+    return f"{c.row['jurisdiction']}:{c.row['section_label']}"
+
+
+def governing_placement(
+    governing: Sequence[str],
+    final: Sequence[Candidate],
+    candidates: Sequence[Candidate],
+    k: int = DIVERSITY_K,
+) -> dict[str, Any] | None:
+    """Where the question's governing unit stood before and after diversity, from what the
+    engine computed for it: ``candidates`` (every candidate, by score, before diversity) and
+    ``final`` (the list diversity made of them). The governing unit is the first of
+    ``governing`` among the candidates (the one the ranking put first). Places count each
+    "JURISDICTION:Section" once, at its first unit, as hit@k and the governing rank do.
+
+    ``unit``, ``label``, ``score``: the unit and its score; ``candidate_rank``: its place among
+    the candidates by score; ``final_rank``: its place in the final list (None: not in it);
+    ``lower_scored_above``: how many units diversity placed above it in the final list (every
+    unit of the list when it is not in it) that scored less than it; ``gave_way``: the cap that
+    moved it and the unit placed in its stead, when it is in the list and was moved;
+    ``displaced``: a governing unit was in the candidates' top ``k`` and none is in the final
+    top ``k`` (the hit@``k`` the cap cost, not the ranking). None when the question has no
+    governing unit or none is among the candidates."""
+    wanted = set(governing)
+    unit = next((c for c in candidates if unit_key(c) in wanted), None)
+    if unit is None:
+        return None
+    key = unit_key(unit)
+    before = _unique([unit_key(c) for c in candidates])
+    after = _unique([unit_key(c) for c in final])
+    first = next((i for i, c in enumerate(final) if unit_key(c) == key), len(final))
+    placed = final[first] if first < len(final) else None
+    best_after = next((i for i, label in enumerate(after, start=1) if label in wanted), None)
+    candidate_rank = before.index(key) + 1
+    return {
+        "unit": key,
+        "label": unit.label,
+        "score": round(unit.score, 4),
+        "candidate_rank": candidate_rank,
+        "final_rank": after.index(key) + 1 if key in after else None,
+        "lower_scored_above": sum(1 for c in final[:first] if c.score < unit.score),
+        "gave_way": str(placed.gave_way) if placed is not None and placed.gave_way else None,
+        "displaced": candidate_rank <= k and (best_after is None or best_after > k),
+    }
 
 
 def mean_scores(per_question: Mapping[str, Mapping[str, float]]) -> dict[str, float]:

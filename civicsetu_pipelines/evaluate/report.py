@@ -7,14 +7,17 @@ per-question rows and a compact summary PNG (pure; no Dagster, no database).
   small inline script; a Content-Security-Policy allows nothing else, so a stray external
   reference would not load and would be reported by
   :func:`civicsetu_pipelines.evaluate.render_check.check_renders`). Sections: headline metrics
-  with thresholds and pass/fail; hit@5 by jurisdiction x query type; refusal correctness; metric
+  with thresholds and pass/fail; the dev and test halves; the questions whose governing provision
+  the diversity cap moved out of the top 5 (each row's ``governing_placement``), with their count
+  and share; hit@5 by jurisdiction x query type; refusal correctness; metric
   means overall and per jurisdiction; latency; trend across runs; the ten worst questions; every
   question. The page is the Jinja2 template ``templates/report.html.j2`` (macros in
   ``templates/macros.html.j2``, the CSS in ``templates/report.css``, the script in
   ``templates/render_check.js``) filled with the values computed here. Autoescaping is on and
   every ``{{ value }}`` is escaped as :func:`html.escape` does, so every text that comes from the
   data (questions, labels, answers, run ids, titles) is escaped.
-* ``per_question.csv`` -- every field of every row (lists joined with ``"; "``).
+* ``per_question.csv`` -- every field of every row (lists joined with ``"; "``, a mapping such
+  as ``governing_placement`` as one JSON object).
 * ``summary.png`` -- headline bars with threshold marks, and the hit@5 heatmap.
 
 The ten worst questions are ordered by :func:`worst_key`: errors first, then refusal mistakes
@@ -38,6 +41,7 @@ import functools
 import hashlib
 import html
 import io
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -96,6 +100,7 @@ __all__ = [
 SECTIONS = (
     ("headline", "Headline metrics"),
     ("splits", "Dev and test halves"),
+    ("diversity", "Governing provision moved by diversity"),
     ("ranking", "Hand-set and learned ranking"),
     ("states", "Where the states depart"),
     ("hit5", "Hit@5 by jurisdiction and query type"),
@@ -354,8 +359,9 @@ def _headline(
         verdict = _Verdict("fail", len(thresholds), len(failed) + len(missing), "; ".join(parts))
     else:
         verdict = _Verdict("pass", len(thresholds))
+    counts = {"questions", "diversity_displaced"}
     other = [
-        (label(k), _fmt(to_number(headline.get(k)), 0 if k == "questions" else 3))
+        (label(k), _fmt(to_number(headline.get(k)), 0 if k in counts else 3))
         for k in headline
         if k not in keys
     ]
@@ -465,6 +471,53 @@ def _question_rows(questions: Sequence[Question]) -> list[_QuestionRow]:
     return rows
 
 
+def _diversity(questions: Sequence[Question]) -> dict[str, Any]:
+    """The questions whose governing provision the diversity cap moved out of the top 5 (in
+    the candidates' top 5 by score, not in the final list's), from each row's
+    ``governing_placement`` (:func:`~civicsetu_pipelines.evaluate.scoring.diversity_displaced`);
+    ``measured`` False for rows recorded without it."""
+    from civicsetu_pipelines.evaluate.scoring import diversity_displaced
+
+    rows = [{**q.raw, "governing_placement": _placement(q.raw.get("governing_placement"))}
+            for q in questions]  # fmt: skip
+    summary = diversity_displaced(rows)
+    moved = set(summary["questions"])
+    listed = []
+    for q in questions:
+        if q.qid not in moved:
+            continue
+        place = _placement(q.raw.get("governing_placement")) or {}
+        final = place.get("final_rank")
+        listed.append({
+            "q": q, "split": str(q.raw.get("split") or NONE_TEXT),
+            "unit": str(place.get("unit") or NONE_TEXT),
+            "score": _fmt(to_number(place.get("score")), 3),
+            "before": str(place.get("candidate_rank") or NONE_TEXT),
+            "after": "not in the list" if final is None else str(final),
+            "lower": str(place.get("lower_scored_above", NONE_TEXT)),
+            "gave_way": str(place.get("gave_way") or NONE_TEXT),
+        })  # fmt: skip
+    share = summary["share"]
+    return {
+        "measured": summary["count"] is not None,
+        "k": summary["k"],
+        "count": len(moved),
+        "scored": summary["scored"],
+        "share": _fmt(share, 3) if share is not None else NONE_TEXT,
+        "rows": listed,
+    }
+
+
+def _placement(value: Any) -> dict[str, Any] | None:
+    """A row's ``governing_placement``: a mapping, or its JSON text (a CSV's), else None."""
+    if isinstance(value, str) and value.strip():
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return dict(value) if isinstance(value, Mapping) else None
+
+
 def _latency_stats(questions: Sequence[Question]) -> dict[str, str] | None:
     latencies = [q.latency_ms for q in questions if q.latency_ms is not None]
     if not latencies:
@@ -550,6 +603,7 @@ def _page(
         pictures={key: _picture(data) for key, data in images.items()},
         headline=_headline(questions, headline, thresholds, previous),
         splits=_splits(questions, thresholds),
+        diversity=_diversity(questions),
         refusals=_refusal_rows(questions),
         means_head=means_head,
         means_rows=means_rows,
@@ -634,7 +688,7 @@ def _ranking(ranking: Mapping[str, Any] | None) -> dict[str, Any] | None:
 SPLIT_METRICS = (
     "governing_hit_at_1", "governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
     "plain_answered", "hit_at_5", "mrr", "citation_validity", "refusal_correctness",
-    "latency_p95_ms",
+    "diversity_displaced_share", "latency_p95_ms",
 )  # fmt: skip
 SPLIT_KIND_METRICS = ("governing_hit_at_5", "governing_mrr", "refusal_correctness")
 
@@ -678,7 +732,9 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 def _csv_value(name: str, value: Any) -> str:
     if value is None or isinstance(value, float) and math.isnan(value):
         return ""
-    if name in LIST_FIELDS or isinstance(value, list | tuple):
+    if isinstance(value, Mapping):  # governing_placement: one JSON object
+        value = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    elif name in LIST_FIELDS or isinstance(value, list | tuple):
         value = "; ".join(to_labels(value))
     elif isinstance(value, bool | np.bool_):
         return "true" if value else "false"
@@ -735,6 +791,12 @@ def _markdown(
             status = "pass" if passes(value, threshold) else "**FAIL**"
         shown = "" if threshold is None else f"≥ {threshold:g}"
         lines.append(f"| {_md(label(key))} | {_fmt(value, 3)} | {shown} | {status} |")
+    diversity = _diversity(questions)
+    if diversity["measured"]:
+        ids = ", ".join(f"`{row['q'].qid.replace('`', chr(39))}`" for row in diversity["rows"])
+        lines += ["", f"**Governing provision moved out of the top {diversity['k']} by "
+                  f"diversity**: {diversity['count']} of {diversity['scored']} questions "
+                  f"(share {diversity['share']}){': ' + ids if ids else ''}"]  # fmt: skip
     worst = sorted(questions, key=worst_key)[:MARKDOWN_WORST]
     if worst:
         lines += ["", f"**{len(worst)} worst questions**", ""]

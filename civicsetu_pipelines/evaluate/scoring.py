@@ -30,9 +30,11 @@ from pydantic import (
 from civicsetu_pipelines.answer import LLMSettings, QueryEngine, QuestionError, quote_in
 from civicsetu_pipelines.base import DATA_DIR
 from civicsetu_pipelines.evaluate.metrics import (
+    DIVERSITY_K,
     GOVERNING_KS,
     Judged,
     citation_validity,
+    governing_placement,
     governing_scores,
     ragas_llm,
     ragas_non_llm,
@@ -258,13 +260,21 @@ def evaluate(
     over ``judge_runs`` runs); otherwise they stay empty."""
     judged: list[Judged] = []
     answers: dict[str, dict[str, Any]] = {}
+    placements: dict[str, dict[str, Any] | None] = {}
     expected_text = _units_text(conn, (s for g in golden for s in g.expected_sections))
     for item in golden:
+        placements[item.id] = None
         try:
             result = engine.answer(item.query, top_k=max(k, 10))
         except QuestionError as exc:
             result = {"status": "error", "refusal_reason": None, "answer": str(exc),
                       "citations": [], "retrieved": [], "timings_ms": {"total": 0.0}}  # fmt: skip
+        else:  # what the engine computed for it: no retrieval again
+            evidence = engine.last_evidence
+            if evidence is not None and item.governing:
+                placements[item.id] = governing_placement(
+                    item.governing, evidence.ranked, evidence.pool
+                )
         answers[item.id] = result
         retrieved = tuple(f"{r['jurisdiction']}:{r['section']}" for r in result["retrieved"])
         retrieved_text = _units_text(conn, retrieved)
@@ -323,6 +333,7 @@ def evaluate(
         for k in GOVERNING_KS:
             row[f"governing_hit_at_{k}"] = ruling.get(f"governing_hit@{k}")
         row["governing_rr"] = ruling.get("governing_rr")
+        row["governing_placement"] = placements[item.id]
         row["citation_validity"] = citation_validity(j)
         extra = ragas.get(item.id, {})
         row["context_precision"] = extra.get("context_precision")
@@ -361,8 +372,30 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
         if latencies
         else None
     )
+    displaced = diversity_displaced(rows)
+    out["diversity_displaced"] = displaced["count"]
+    out["diversity_displaced_share"] = displaced["share"]
     out["questions"] = float(len(rows))
     return out
+
+
+def diversity_displaced(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The questions whose governing unit diversity moved out of the top ``k`` (5, as hit@5):
+    in the candidates' top k by score, not in the final list's (``governing_placement``'s
+    ``displaced``). ``count`` of the ``scored`` questions (those governing hit@5 is scored on),
+    ``share`` = count / scored, and their ``questions`` ids; count and share are None when no
+    row holds a placement (a run recorded before they were)."""
+    scored = [r for r in rows if r.get("governing_hit_at_5") is not None]
+    measured = any(r.get("governing_placement") for r in rows)
+    ids = [str(r["question_id"]) for r in scored
+           if (r.get("governing_placement") or {}).get("displaced")]  # fmt: skip
+    return {
+        "k": DIVERSITY_K,
+        "count": float(len(ids)) if measured else None,
+        "scored": len(scored),
+        "share": round(len(ids) / len(scored), 4) if measured and scored else None,
+        "questions": ids,
+    }
 
 
 def held_out(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
@@ -395,14 +428,14 @@ def by_kind_and_split(
 
 
 # ---------------------------------------------------------------------------------------------
-# History in Postgres (sql/0006_evaluation.sql)
+# History in Postgres (sql/0006_evaluation.sql, 0007, 0015)
 
 _QUESTION_COLUMNS = (
     "question_id", "jurisdiction", "query_type", "split", "phrasing", "query", "status",
     "refusal_reason", "expect_refusal", "refusal_correct", *ROW_METRICS, "latency_ms",
-    "retrieved", "expected", "governing",
+    "retrieved", "expected", "governing", "governing_placement",
 )  # fmt: skip
-_JSON_COLUMNS = frozenset({"retrieved", "expected", "governing"})
+_JSON_COLUMNS = frozenset({"retrieved", "expected", "governing", "governing_placement"})
 
 
 def record(
@@ -431,7 +464,10 @@ def record(
             [
                 (
                     result.run_id,
-                    *(Jsonb(r[c]) if c in _JSON_COLUMNS else r[c] for c in _QUESTION_COLUMNS),
+                    *(
+                        Jsonb(r[c]) if c in _JSON_COLUMNS and r[c] is not None else r[c]
+                        for c in _QUESTION_COLUMNS
+                    ),
                 )
                 for r in result.rows
             ],  # fmt: skip

@@ -15,18 +15,13 @@ import pytest
 from civicsetu_pipelines.answer.answers import model_distances
 from civicsetu_pipelines.answer.citations import quote_in
 from civicsetu_pipelines.answer.compose import (
-    DISCLAIMER,
     MAX_QUOTE_CHARS,
     MAX_QUOTES,
-    EvidenceReading,
     _trim,
     choose_quotes,
     confidence,
-    evidence_verdict,
     min_confidence,
-    refusal,
     render_answer,
-    state_verdict,
 )
 from civicsetu_pipelines.answer.questions import Query, understand
 from civicsetu_pipelines.answer.ranking import (
@@ -45,6 +40,15 @@ from civicsetu_pipelines.answer.retrieval import (
     _label_chain,
     fulltext_query,
     fuse,
+)
+from civicsetu_pipelines.answer.verdict import (
+    DISCLAIMER,
+    EvidenceReading,
+    evidence_refusal,
+    evidence_verdict,
+    refusal,
+    state_verdict,
+    unit_summary,
 )
 from civicsetu_pipelines.answer.vocabulary import stem
 from civicsetu_pipelines.store.embedding import EmbeddingConfig, EvidenceDistances
@@ -348,8 +352,8 @@ def test_diversify_names_the_rule_and_the_unit_each_moved_unit_gave_way_to() -> 
     assert str(moved["03"]) == (
         f"gave way to GUJARAT Rule 4 ({GUJARAT_RULES}): at most 3 units of one document"
     )
-    assert chosen[-1].summary()["moved"] == str(moved["03"])
-    assert "moved" not in chosen[0].summary()
+    assert unit_summary(chosen[-1])["moved"] == str(moved["03"])
+    assert "moved" not in unit_summary(chosen[0])
     sections = _units(*((ACT, "act", f"Section 18({n})") for n in (1, 2, 3, 4)),
                       (GUJARAT_RULES, "rules", "Rule 4"))  # fmt: skip
     chosen = diversify(sections, k=5, per_document=3, rule="provision")
@@ -848,15 +852,17 @@ def test_the_evidence_verdict_reads_every_candidate_not_the_units_diversity_kept
     assert EvidenceReading(query, far, candidates=everything).nearest == 0.2
 
 
-def test_a_question_naming_a_state_keeps_the_document_cap() -> None:
-    settings = RetrievalSettings(diversity="provision")
+def test_diversity_counts_provisions_for_every_question_unless_set_otherwise() -> None:
+    assert (
+        RetrievalSettings().diversity_for(ask("Who can appeal against the Authority's order?"))
+        == RetrievalSettings().diversity_for(ask("Who can appeal in Gujarat?"))
+        == "provision"
+    )
+    settings = RetrievalSettings(diversity="provision", named_state_diversity="document")
+    assert settings.diversity_for(ask("Who can appeal in Gujarat?")) == "document"
     assert settings.diversity_for(ask("Who can appeal against the Authority's order?")) == (
         "provision"
     )
-    assert settings.diversity_for(ask("Who can appeal in Gujarat?")) == "document"
-    assert RetrievalSettings(diversity="provision", named_state_diversity=None).diversity_for(
-        ask("Who can appeal in Gujarat?")
-    ) == "provision"  # fmt: skip
 
 
 def test_a_model_never_calibrated_borrows_the_default_models_distances_and_says_so(
@@ -870,22 +876,72 @@ def test_a_model_never_calibrated_borrows_the_default_models_distances_and_says_
     assert "intfloat/e5-small-v2 has no evidence distances calibrated" in caplog.text
 
 
-def test_state_verdict_wants_the_states_own_evidence_among_the_best_units() -> None:
-    """Whatever top-k was asked: a Karnataka unit that speaks of the matter but ranks sixth is
-    never quoted, so it does not save a Karnataka question answered from the Act."""
+def test_state_verdict_wants_the_states_own_evidence_among_the_units_that_answer() -> None:
+    """Whatever top-k was asked: a Karnataka unit that speaks of the matter but scores less
+    than half the best is never quoted, so it does not save a Karnataka question answered from
+    the Act; one scoring at least half as well does, wherever it was served."""
     query = ask("How long is a real estate agent's registration valid in Karnataka?")
     stored = ["CENTRAL", "KARNATAKA"]
-    act = [cand(f"act{i}", text="registration of real estate agents") for i in range(5)]
+    act = [
+        cand(f"act{i}", text="registration of real estate agents", score=2.0 - i / 10)
+        for i in range(5)
+    ]  # fmt: skip  (scores 2.0 ... 1.6)
     name = "Karnataka Real Estate (Regulation and Development) Rules, 2017"
     state = {"jurisdiction": "KARNATAKA", "document": "karnataka_rules", "document_title": name}
-    agents = cand("ka", text="The registration of an agent is valid for five years.", **state)
-    short_title = cand("ka1", text=f"These rules may be called the {name}.", **state)
-    assert state_verdict(query, [agents, *act], stored) is None
-    assert state_verdict(query, [*act[:4], agents, act[4]], stored) is None  # fifth
-    sixth = state_verdict(query, [*act, agents], stored)
-    assert sixth is not None and sixth[0] == "no_relevant_data" and "KARNATAKA" in sixth[1]
+
+    def agents(score: float) -> Candidate:
+        return cand("ka", text="The registration of an agent is valid for five years.",
+                    score=score, **state)  # fmt: skip
+
+    assert state_verdict(query, [agents(2.5), *act], stored) is None
+    assert state_verdict(query, [*act, agents(1.0)], stored) is None  # half the best
+    below = state_verdict(query, [*act, agents(0.9)], stored)
+    assert below is not None and below[0] == "no_relevant_data" and "KARNATAKA" in below[1]
+    # by score, not by place: served first, it still scores below half the best
+    assert state_verdict(query, [agents(0.9), *act], stored) == below
+    short_title = cand("ka1", text=f"These rules may be called the {name}.", score=2.5, **state)
     named_only = state_verdict(query, [short_title, *act], stored)
     assert named_only is not None and named_only[0] == "no_relevant_data"
+
+
+def test_a_verdict_reads_the_evidence_not_the_places_diversity_gave_it() -> None:
+    """The verdict on a question is the same for every order of the units served, and under
+    every diversity rule: it reads every candidate by score and the served units as a set.
+    The case is one the document cap reorders: a state question whose own evidence (the
+    state's fourth-best unit of one document) the cap moves below the Act's unit."""
+    query = ask("How long is a real estate agent's registration valid in Karnataka?")
+    stored = ["CENTRAL", "KARNATAKA"]
+    name = "Karnataka Real Estate (Regulation and Development) Rules, 2017"
+    state = {"jurisdiction": "KARNATAKA", "document": "karnataka_rules", "document_title": name,
+             "doc_type": "rules"}  # fmt: skip
+    own = [cand(f"ka{i}", text=f"These rules may be called the {name}.", score=3.0 - i / 10,
+                label=f"Rule {i}", distance=0.3, ranks={"fulltext": i + 1}, **state)
+           for i in range(3)]  # fmt: skip
+    agents = cand("ka9", text="The registration of an agent is valid for five years.",
+                  score=2.6, label="Rule 9", distance=0.3, ranks={"fulltext": 4},
+                  **state)  # fmt: skip
+    act = [cand(f"act{i}", text="registration of real estate agents", score=2.0 - i / 10,
+                distance=0.35, ranks={"vector": i + 1}, label=f"Section {i + 9}", doc_type="act")
+           for i in range(1)]  # fmt: skip
+    candidates = sorted([*own, agents, *act], key=lambda c: -c.score)
+    d = EvidenceDistances(answer=0.5, near=0.6, domain=0.7)
+    verdicts = set()
+    for rule in ("document", "provision", "legislation"):
+        served = diversify(candidates, 5, 3, rule)
+        assert agents in served
+        for order in (served, served[::-1], served[1:] + served[:1]):
+            evidence = EvidenceReading(query, order, candidates=candidates)
+            refused = evidence_refusal(evidence, d, stored)
+            verdicts.add(None if refused is None else refused["refusal_reason"])
+    assert verdicts == {None}  # answered, whatever the order and the rule
+    # the document cap did move it: served fifth, below the Act's unit that scores less
+    served = diversify(candidates, 5, 3, "document")
+    assert served.index(agents) == 4 and served[3].score < agents.score
+    # and without the state's evidence among the units that answer, every order refuses
+    weak = [c for c in candidates if c is not agents]
+    for order in (weak, weak[::-1]):
+        refused = evidence_refusal(EvidenceReading(query, order, candidates=weak), d, stored)
+        assert refused is not None and refused["refusal_reason"] == "no_relevant_data"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -944,6 +1000,25 @@ def test_choose_quotes_one_quote_per_unit_its_best_sentence() -> None:
         "(3) Where the possession is delayed, the allottee may withdraw from the project."
     ]
     assert all(c is best and quote_in(q, S18) for c, q in chosen)
+
+
+def test_choose_quotes_the_sentence_with_the_words_its_heading_lacks() -> None:
+    """The heading says what the unit is about ("Interest payable by promoter"), not which of
+    its sentences answers: asked for the *rate*, the sentence that fixes the rate is quoted,
+    not the opening one that repeats the heading's words."""
+    query = ask("What is the rate of interest payable by the promoter?")
+    text = ("Interest payable by promoter and allottee.— (1) Interest is payable under sections "
+            "12, 18 and 19 of the Act. (2) The rate of interest shall be the State Bank of India "
+            "highest marginal cost of lending rate plus two per cent.")  # fmt: skip
+    unit = cand("r8", score=2.0, text=text, label="Rule 8",
+                title="Interest payable by promoter and allottee")  # fmt: skip
+    ((_, quote),) = choose_quotes(query, [unit])
+    assert quote == ("(2) The rate of interest shall be the State Bank of India highest marginal "
+                     "cost of lending rate plus two per cent.")  # fmt: skip
+    # without the heading, the sentence holding most of the question's words still wins
+    plain = cand("r8", score=2.0, text=text, label="Rule 8", title="")
+    ((_, opening),) = choose_quotes(query, [plain])
+    assert "Interest is payable under sections" in opening and quote_in(opening, text)
 
 
 def test_choose_quotes_two_equally_good_sentences_make_one_contiguous_quote() -> None:
@@ -1080,7 +1155,7 @@ def test_reranker_authority_prior_puts_the_law_before_guidance_not_filtering_it(
     assert act.why["authority"] == pytest.approx(AUTHORITY_WEIGHT)
     assert faq.why["authority"] == pytest.approx(AUTHORITY_WEIGHT / 6)
     assert form.why["authority"] == 0.0
-    summary = act.summary()
+    summary = unit_summary(act)
     assert summary["authority"] == "act" and summary["why"]["authority"] == AUTHORITY_WEIGHT
     # a question about the model agreement itself ranks the model agreement as law
     asked = ask("Under the Karnataka draft model agreement, can the buyer get a refund?")

@@ -94,6 +94,7 @@ def test_headline_means_skip_questions_a_metric_does_not_apply_to() -> None:
     assert head["refusal_correctness"] == round(2 / 3, 4)
     assert head["latency_p50_ms"] == 20.0
     assert head["citation_validity"] is None
+    assert head["diversity_displaced"] is None  # no placement recorded: not measured, not 0
 
 
 def _env(corpus_store: CorpusStore) -> dict[str, str]:
@@ -193,6 +194,17 @@ def test_cli_eval_scores_any_golden_file(corpus_store: CorpusStore, tmp_path: Pa
         assert set(row) >= {"id", "hit_at_5", "reciprocal_rank", "retrieved", "status",
                             "refusal_correct", "citation_validity", "latency_ms"}  # fmt: skip
     assert data["headline"]["refusal_correctness"] is not None
+    # the governing unit before and after diversity, read from what the engine computed: its
+    # place in the final list is the unit at that place of "retrieved" (issue 36)
+    placed = {r["id"]: r for r in data["questions"] if r["governing_placement"]}
+    assert placed and all(
+        p["unit"] in r["governing"] and p["candidate_rank"] >= 1 and p["score"] is not None
+        and (p["final_rank"] is None or r["retrieved"][p["final_rank"] - 1] == p["unit"])
+        for r in placed.values() for p in [r["governing_placement"]]
+    ), placed  # fmt: skip
+    assert data["diversity_displaced"]["questions"] == [
+        qid for qid, r in placed.items() if r["governing_placement"]["displaced"]
+    ]
     # the model and the refusal distances the scores were made with (its own, data/models.yaml)
     assert data["model_id"] == EmbeddingConfig().model_id
     distances = EmbeddingConfig().evidence_distances

@@ -11,9 +11,11 @@ from dataclasses import replace
 import pytest
 
 from civicsetu_pipelines.answer.llm import LLMSettings
+from civicsetu_pipelines.answer.ranking import Candidate, diversify
 from civicsetu_pipelines.evaluate.metrics import (
     Judged,
     citation_validity,
+    governing_placement,
     mean_scores,
     ragas_backend,
     ragas_llm,
@@ -155,6 +157,48 @@ def test_citation_validity() -> None:
     assert citation_validity(judged("c", citations_total=0, citations_verbatim=0)) is None
     with pytest.raises(ValueError, match="citations_verbatim"):
         citation_validity(judged("c", citations_total=1, citations_verbatim=2))
+
+
+# --- the governing unit before and after diversity ------------------------------------------
+
+
+def unit(n: int, document: str, section: str, score: float) -> Candidate:
+    """A candidate of the Act (``document``) with its score, as the reranker leaves it."""
+    row = {"chunk_id": f"00000000-0000-0000-0000-00000000000{n}", "jurisdiction": "CENTRAL",
+           "document_key": document, "doc_type": "act", "unit": "section", "label": section,
+           "section_label": section}  # fmt: skip
+    return Candidate(row, score=score)
+
+
+def test_governing_placement_when_diversity_pushes_the_governing_unit_out() -> None:
+    # by score: a unit of the Act, the governing Section 18 (the same document), then two of
+    # other documents; one unit per document pushes Section 18 below both lower-scored ones
+    candidates = [unit(1, "act", "Section 3", 0.9), unit(2, "act", "Section 18", 0.8),
+                  unit(3, "rules", "Rule 4", 0.5), unit(4, "faq", "Question 2", 0.4)]  # fmt: skip
+    final = diversify(candidates, 3, 1, "document")
+    assert [c.label for c in final] == ["Section 3", "Rule 4", "Question 2"]
+    placement = governing_placement(["CENTRAL:Section 18"], final, candidates, k=2)
+    assert placement == {"unit": "CENTRAL:Section 18", "label": "Section 18", "score": 0.8,
+                         "candidate_rank": 2, "final_rank": None, "lower_scored_above": 2,
+                         "gave_way": None, "displaced": True}  # fmt: skip
+    # a longer list takes it back at the end: in the list, below two units that scored less
+    final = diversify(candidates, 4, 1, "document")
+    placement = governing_placement(["CENTRAL:Section 18"], final, candidates, k=2)
+    assert placement is not None
+    assert (placement["final_rank"], placement["lower_scored_above"]) == (4, 2)
+    assert placement["displaced"] and "Rule 4" in str(placement["gave_way"])
+    # in the top 5 either way (hit@5 lost nothing), another governing unit still in the top
+    # 2, no governing unit among the candidates at all, no cap: none is displaced
+    at_five = governing_placement(["CENTRAL:Section 18"], final, candidates)
+    assert at_five is not None and not at_five["displaced"]
+    both = governing_placement(["CENTRAL:Section 18", "CENTRAL:Rule 4"], final, candidates, k=2)
+    assert both is not None and both["unit"] == "CENTRAL:Section 18" and not both["displaced"]
+    assert governing_placement(["CENTRAL:Section 99"], final, candidates) is None
+    free = diversify(candidates, 4, 3, "document")
+    assert governing_placement(["CENTRAL:Section 18"], free, candidates, k=2) == {
+        "unit": "CENTRAL:Section 18", "label": "Section 18", "score": 0.8, "candidate_rank": 2,
+        "final_rank": 2, "lower_scored_above": 0, "gave_way": None, "displaced": False,
+    }  # fmt: skip
 
 
 # --- ragas non-LLM --------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import csv
 import io
+import json
 import os
 import random
 import re
@@ -499,6 +500,40 @@ def test_the_states_side_by_side_each_value_linked_to_its_quote(
     assert "Lending Rate plus two per cent" in section and "not found" in section
     assert "contract &lt;a pointer&gt;" in section  # escaped
     assert 'id="states"' not in report.html.read_text(encoding="utf-8")
+
+
+def test_the_questions_diversity_moved_the_governing_provision_out_of(
+    tmp_path: Path, report: ReportFiles
+) -> None:
+    rows = make_rows()
+    moved = {"unit": "GUJARAT:Rule 9", "label": "Rule 9(2)", "score": 1.234,
+             "candidate_rank": 2, "final_rank": None, "lower_scored_above": 7,
+             "gave_way": None, "displaced": True}  # fmt: skip
+    kept = {
+        **moved,
+        "final_rank": 4,
+        "lower_scored_above": 2,
+        "displaced": False,
+        "gave_way": "gave way to GUJARAT Rule 3 (rules): at most 3 units of one document",
+    }
+    for row in rows:
+        row["governing_hit_at_5"] = None if row["expect_refusal"] else 0.0
+    rows[5]["governing_placement"], rows[6]["governing_placement"] = moved, kept
+    files = render_report(tmp_path, rows=rows, headline=make_headline(rows), history=[],
+                          title="t", generated_at=GENERATED_AT, thresholds=THRESHOLDS)  # fmt: skip
+    text = files.html.read_text(encoding="utf-8")
+    section = text[text.index('<section id="diversity">') :].split("</section>")[0]
+    scored = sum(not r["expect_refusal"] for r in rows)
+    assert f"<strong>1</strong> of {scored}" in section
+    assert f'data-question-id="{rows[5]["question_id"]}"' in section
+    assert f'data-question-id="{rows[6]["question_id"]}"' not in section  # still in the top 5
+    assert "<td>GUJARAT:Rule 9</td>" in section and ">1.234<" in section and ">7<" in section
+    assert f"`{rows[5]['question_id']}`" in files.markdown  # listed in the summary too
+    with files.csv.open(encoding="utf-8", newline="") as handle:
+        placed = {r["question_id"]: r["governing_placement"] for r in csv.DictReader(handle)}
+    assert json.loads(placed[rows[6]["question_id"]]) == kept  # one JSON object per row
+    # rows recorded without placements: the section says so, nothing is counted
+    assert "recorded no placement" in report.html.read_text(encoding="utf-8")
 
 
 def test_no_questions_and_no_thresholds(tmp_path: Path) -> None:
