@@ -12,6 +12,9 @@ and exported to ONNX once into one models directory (``CIVICSETU_MODELS_DIR``, p
 are set in the environment before any test, so the processes the tests start share them too,
 and the xdist workers inherit them. At the end of the run the parse cache's ledger must show no
 scanned document OCR'd twice.
+
+Tests never read the user's registry or state (:func:`isolate_from_user_state`): the state
+directory is the run's own, and an inherited ``CIVICSETU_REGISTRY`` is dropped.
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ from typing import Any
 
 import pytest
 
-from civicsetu_pipelines.base.settings import ENV_MODELS_DIR, ENV_PARSE_CACHE, Settings
+from civicsetu_pipelines.base.settings import (
+    ENV_MODELS_DIR,
+    ENV_PARSE_CACHE,
+    ENV_REGISTRY,
+    ENV_STATE_DIR,
+    Settings,
+)
 from civicsetu_pipelines.store.database import EmbeddedPostgres, apply_migrations
 
 RUN_STARTED = "CIVICSETU_TEST_RUN_STARTED"  # Unix time the run began (set once, inherited)
@@ -100,6 +109,16 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[ENV_PARSE_CACHE] = str(kept)
     if not os.environ.get(ENV_MODELS_DIR):
         os.environ[ENV_MODELS_DIR] = str(Path(os.environ[RUN_DIR]) / "models")
+    isolate_from_user_state(Path(os.environ[RUN_DIR]))
+
+
+def isolate_from_user_state(run_dir: Path) -> None:
+    """Tests never read the user's registry or state: the state directory (the user registry
+    of ``documents add``, the Dagster home, the embedded Postgres) is the run's own, whatever
+    ``CIVICSETU_STATE_DIR`` the user set or the checkout's ``.civicsetu`` holds, and the user's
+    ``CIVICSETU_REGISTRY`` is not read. A test that wants a state or registry sets its own."""
+    os.environ[ENV_STATE_DIR] = str(run_dir / "state")
+    os.environ.pop(ENV_REGISTRY, None)
 
 
 _OWN_RUN_DIR = pytest.StashKey[Path]()

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines_tests.amending_documents import (
     AMENDMENT,
     AMENDMENT_TITLE,
@@ -59,6 +60,18 @@ RULES = [
 ]
 
 
+BIHAR_ORDER_TITLE = "Bihar Real Estate (Removal of Difficulties) Order, 2019"
+BIHAR_ORDER_KEY = "bihar_real_estate_removal_of_difficulties_order_2019"
+BIHAR_ORDER = [
+    "GOVERNMENT OF BIHAR",
+    "URBAN DEVELOPMENT AND HOUSING DEPARTMENT",
+    "ORDER",
+    f"1. Short title.— This Order may be called the {BIHAR_ORDER_TITLE}.",
+    "2. Registration.— Until the Authority is established, the Secretary shall receive the "
+    "applications of promoters for the registration of their projects.",
+]
+
+
 def _rules_pages() -> list[list[str]]:
     rows = ["GOVERNMENT OF BIHAR", "URBAN DEVELOPMENT AND HOUSING DEPARTMENT", "NOTIFICATION",
             f"The Governor of Bihar makes the following rules, namely:- {BODY}"]  # fmt: skip
@@ -80,9 +93,23 @@ def env(tmp_path: Path, store_db: str, processes: Processes) -> dict[str, str]:
     return environment
 
 
-def test_a_new_state_from_a_pdf_to_an_answer_with_no_code_change(
+def _cited(asked: subprocess.CompletedProcess[str]) -> set[str]:
+    """The documents an ``ask --json`` cites (none when it refuses, or fails: nothing served)."""
+    try:
+        result = json.loads(asked.stdout)
+    except json.JSONDecodeError:
+        return set()
+    return {c["document"] for c in result.get("citations") or []}
+
+
+def test_a_new_state_from_a_pdf_to_an_answer_and_removed_again_with_no_code_change(
     env: dict[str, str], tmp_path: Path
 ) -> None:
+    """A state the code never named: two PDFs added, materialized once, asked. Then (issue 37)
+    removing is as real as adding: `documents remove` retires the document's rows at once (the
+    next materialization agrees), `ask` stops citing it, `history` still shows it with an end;
+    the last document removed while the database is not reachable is retired by the next
+    `materialize -j` of the jurisdiction, which has no partition any more."""
     pdf = write_pdf(tmp_path / "bihar_rules.pdf", _rules_pages())
     added = _run(["documents", "add", str(pdf), "-j", "IN-BR", "--kind", "rules", "--title",
                   TITLE, "--effective-from", "2017-05-01"], env)  # fmt: skip
@@ -90,12 +117,16 @@ def test_a_new_state_from_a_pdf_to_an_answer_with_no_code_change(
     key = "bihar_real_estate_regulation_and_development_rules_2017"
     assert f"added {key!r}: rules of BIHAR" in added.stdout
     assert "new partition" in added.stdout and "has a text layer" in added.stdout
+    order_pdf = write_pdf(tmp_path / "bihar_order.pdf", [BIHAR_ORDER])
+    added = _run(["documents", "add", str(order_pdf), "-j", "Bihar", "--kind", "order",
+                  "--title", BIHAR_ORDER_TITLE, "--effective-from", "2019-01-28"], env)  # fmt: skip
+    assert added.returncode == 0, added.stderr
     listed = json.loads(_run(["documents", "list", "--json"], env).stdout)
-    mine = [d for d in listed if d["key"] == key]
-    assert mine and mine[0]["origin"] == "added" and mine[0]["jurisdiction"] == "BIHAR"
+    mine = {d["key"]: d for d in listed if d["origin"] == "added"}
+    assert set(mine) == {key, BIHAR_ORDER_KEY} and mine[key]["jurisdiction"] == "BIHAR"
     assert any(d["origin"] == "shipped" for d in listed)
     stored = Path(env["CIVICSETU_STATE_DIR"]) / "storage" / "pdfs"
-    assert len(list(stored.glob("*.pdf"))) == 1  # the content-addressed copy
+    assert len(list(stored.glob("*.pdf"))) == 2  # the content-addressed copies
 
     # the partition the Dagster UI shows comes from the registry
     code = (
@@ -116,11 +147,55 @@ def test_a_new_state_from_a_pdf_to_an_answer_with_no_code_change(
     cited = {(c["document"], c["label"]) for c in result["citations"]}
     assert (key, "Rule 3") in cited, cited
 
+    # removed: its rows retired at once, in one transaction, and counted
     removed = _run(["documents", "remove", key], env)
     assert removed.returncode == 0, removed.stderr
-    assert "retire its rows" in removed.stdout
-    listed = json.loads(_run(["documents", "list", "--json"], env).stdout)
-    assert key not in {d["key"] for d in listed}
+    assert f"removed {key!r} (BIHAR) from the registry" in removed.stdout
+    assert f"{key!r}: retired " in removed.stdout and "0 unit(s)" not in removed.stdout
+    assert "the next `civicsetu materialize -j BIHAR` agrees" in removed.stdout
+
+    def current(document: str) -> int:
+        with connect(env["CIVICSETU_DATABASE_URL"]) as conn:
+            row = conn.execute("SELECT count(*) FROM legal_chunks WHERE document_key = %s AND "
+                               "status = 'current'", (document,)).fetchone()  # fmt: skip
+        return int(row[0]) if row else 0
+
+    assert current(key) == 0 and current(BIHAR_ORDER_KEY) > 0
+    # the next materialization of the jurisdiction agrees: nothing of it comes back
+    run = _run(["materialize", "-j", "BIHAR", "--no-reports"], env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert current(key) == 0 and current(BIHAR_ORDER_KEY) > 0
+    with connect(env["CIVICSETU_DATABASE_URL"]) as conn:
+        catalogued = {r[0] for r in conn.execute("SELECT key FROM documents").fetchall()}
+    assert catalogued == {BIHAR_ORDER_KEY}
+    asked = _run(["ask", question, "-j", "BIHAR", "--json"], env)
+    assert asked.returncode == 0, asked.stderr  # answered from what remains, or refused
+    assert key not in _cited(asked), asked.stdout
+    # its history is kept, with an end
+    history = json.loads(_run(["history", key, "Rule 3", "--json"], env).stdout)["versions"]
+    assert history and all(v["valid_to"] and v["status"] == "superseded" for v in history)
+    assert history[0]["valid_from"] == "2017-05-01"
+
+    # the last document, removed while the database cannot be reached: `materialize -j` retires
+    # its rows (the jurisdiction has no partition any more), instead of refusing
+    down = {**env, "CIVICSETU_DATABASE_URL": f"postgresql://postgres@/postgres?host={tmp_path}"}
+    removed = _run(["documents", "remove", BIHAR_ORDER_KEY], down)
+    assert removed.returncode == 0, removed.stderr
+    assert "the database is not running or cannot be reached" in removed.stdout
+    assert "its rows will be retired by the next `civicsetu materialize -j BIHAR`" in (
+        removed.stdout
+    )
+    assert current(BIHAR_ORDER_KEY) > 0
+    run = _run(["materialize", "-j", "BIHAR", "--no-reports"], env)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "BIHAR: no registered documents left: retired " in run.stdout
+    with connect(env["CIVICSETU_DATABASE_URL"]) as conn:
+        row = conn.execute("SELECT count(*) FROM legal_chunks WHERE jurisdiction = 'BIHAR' AND "
+                           "status <> 'superseded'").fetchone()  # fmt: skip
+    assert row == (0,)
+    asked = _run(["ask", question, "-j", "BIHAR", "--json"], env)
+    assert not {key, BIHAR_ORDER_KEY} & _cited(asked), asked.stdout
+    assert asked.returncode == 0 or "nothing is materialized" in asked.stderr, asked.stderr
     shipped = _run(["documents", "remove", "rera_act_2016"], env)
     assert shipped.returncode == 2 and "shipped document" in shipped.stderr
 

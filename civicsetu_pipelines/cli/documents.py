@@ -201,27 +201,76 @@ def documents_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
 
 @documents_app.command("remove")
 def documents_remove(key: Annotated[str, typer.Argument(help="A key added with `add`")]) -> None:
-    """Take an added document out of the registry; the next run of its jurisdiction retires its
-    rows. Warns with the citations from other documents that will become unresolved."""
+    """Take an added document out of the registry and retire its rows at once, in one
+    transaction (its units, catalog entry, graph edges and provisions: nothing of it is served
+    afterwards; `history` still shows it, with an end), and the Neo4j mirror when one is
+    configured. When the database cannot be reached, the next `civicsetu materialize -j J`
+    retires them. Warns with the citations from other documents that become unresolved."""
     from civicsetu_pipelines.graph import citations_of
-    from civicsetu_pipelines.ingest import AddError, remove_document
+    from civicsetu_pipelines.ingest import AddError, load_registry, remove_document
+    from civicsetu_pipelines.operate import mirror_jurisdiction, retire_jurisdiction_documents
 
     try:
         spec = remove_document(key)
     except AddError as exc:
         console.print(f"[red]not removed: {exc}[/red]")
         raise typer.Exit(2) from None
-    out.print(f"removed {key!r} ({spec.jurisdiction}); run `civicsetu materialize -j "
-              f"{spec.jurisdiction}` to retire its rows")  # fmt: skip
+    jurisdiction = str(spec.jurisdiction)
+    later = f"its rows will be retired by the next `civicsetu materialize -j {jurisdiction}`"
+    _say(f"removed {key!r} ({jurisdiction}) from the registry")
     try:
-        with connect_store() as conn:
-            cited = citations_of(conn, key)
-    except Exception as exc:  # noqa: BLE001 - the warning is best effort; say why it is missing
-        console.print(f"[yellow]citations of {key!r} not checked: {exc}[/yellow]")
+        conn = _store_if_any()
+    except Exception as exc:  # noqa: BLE001 - the registry changed; say what is left to do
+        _say(f"the database is not running or cannot be reached ({_one_line(exc)}): {later}")
         return
+    if conn is None:
+        _say("nothing was ever stored in this state directory: no rows to retire")
+        return
+    registered = [s.key for s in load_registry().documents(jurisdiction)]
+    with conn:
+        cited = citations_of(conn, key)
+        try:
+            retired = retire_jurisdiction_documents(conn, jurisdiction, registered=registered,
+                                                    only=[key])  # fmt: skip
+            conn.commit()
+        except Exception as exc:  # noqa: BLE001 - rolled back whole; say what is left to do
+            console.print(f"[red]its rows were not retired ({_one_line(exc)}): {later}[/red]")
+            raise typer.Exit(1) from None
+        left = ("; it was the last document of " + jurisdiction + ": nothing of it is served"
+                if not registered else
+                f"; the next `civicsetu materialize -j {jurisdiction}` agrees")  # fmt: skip
+        _say(f"{key!r}: {retired.summary()}{left}")
+        try:
+            mirrored = mirror_jurisdiction(conn, jurisdiction)
+        except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
+            why = _one_line(exc)
+            console.print(f"[yellow]the Neo4j mirror was not updated ({why}): `civicsetu "
+                          f"materialize -j {jurisdiction}` syncs it[/yellow]")  # fmt: skip
+        else:
+            if mirrored is not None:
+                _say(f"Neo4j mirror of {jurisdiction}: {mirrored['documents_removed']} "
+                     f"document(s), {mirrored['units_removed']} unit(s) and "
+                     f"{mirrored['edges_removed']} edge(s) removed")  # fmt: skip
     if cited:
         console.print(f"[yellow]warning: {len(cited)} citation(s) of {key!r} by other documents "
-                      "will become unresolved:[/yellow]")  # fmt: skip
+                      "are now unresolved:[/yellow]")  # fmt: skip
         for edge in cited:
             console.print(f"[yellow]  {edge['source_document']} {edge['source_label']} -> "
                           f"{edge['target_label']} ({edge['edge_type']})[/yellow]")  # fmt: skip
+
+
+def _store_if_any() -> Any:
+    """A connection to the store, or None when this state directory never had one (no
+    ``CIVICSETU_DATABASE_URL`` and no embedded data directory: nothing to retire); raises when
+    the configured database cannot be reached."""
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.store import EmbeddedPostgres
+
+    settings = Settings.from_env()
+    if not settings.database_url and not EmbeddedPostgres.from_settings(settings).data_dir.is_dir():
+        return None
+    return connect_store()
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__

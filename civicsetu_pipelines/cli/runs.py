@@ -45,7 +45,9 @@ def materialize(
 
     A jurisdiction whose inputs (documents, registry, code, settings) are unchanged since its
     last successful run is reported up to date and skipped, unless --force. Then, unless
-    --no-reports, the answers and evaluation jobs run over everything stored."""
+    --no-reports, the answers and evaluation jobs run over everything stored. A jurisdiction
+    left without a registered document (its last one removed while the database could not be
+    reached) whose rows are still served is retired instead (it has no partition to run)."""
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.defs.resources import warm_up_embedder
     from civicsetu_pipelines.operate import (
@@ -59,8 +61,12 @@ def materialize(
     if executor not in ("in_process", "celery"):
         raise typer.BadParameter(f"--executor must be in_process or celery, not {executor!r}")
     settings = Settings.from_env()
+    wanted, emptied = _wanted_and_emptied(jurisdiction)
+    for name in emptied:  # no partition of theirs is left to run
+        _retire_emptied(name, results=not as_json)
+    if not wanted:
+        return
     home = prepare_dagster_home(settings)
-    wanted = _wanted_jurisdictions(jurisdiction)
     definitions = build_definitions(settings)
     remote = None
     if executor == "celery":
@@ -207,25 +213,94 @@ def backfill(
 def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:
     """The jurisdictions asked for (all by default; codes, ISO codes or aliases); unknown ones,
     or ones without documents, exit 2, naming the known."""
+    wanted, missing = _asked(jurisdiction)
+    if missing:
+        _refuse(missing[0])
+    return wanted
+
+
+def _asked(jurisdiction: list[str] | None) -> tuple[list[str], list[str]]:
+    """The codes asked for (all the registry's by default), and those of them without a
+    registered document; an unknown name exits 2."""
     from civicsetu_pipelines.base import UnknownJurisdictionError, jurisdiction_code
     from civicsetu_pipelines.ingest import load_registry
 
     known = load_registry().jurisdictions()
     if not jurisdiction:
-        return known
+        return known, []
     wanted = []
     for name in jurisdiction:
         try:
-            code = jurisdiction_code(name)
+            wanted.append(jurisdiction_code(name))
         except UnknownJurisdictionError as exc:
             console.print(f"[red]{exc}[/red]")
             raise typer.Exit(2) from None
-        if code not in known:
-            console.print(f"[red]{code} has no registered documents (add one with `civicsetu "
-                          f"documents add`); with documents: {', '.join(known)}[/red]")  # fmt: skip
-            raise typer.Exit(2)
-        wanted.append(code)
-    return wanted
+    return wanted, [code for code in wanted if code not in known]
+
+
+def _refuse(code: str) -> None:
+    from civicsetu_pipelines.ingest import load_registry
+
+    known = load_registry().jurisdictions()
+    console.print(f"[red]{code} has no registered documents (add one with `civicsetu "
+                  f"documents add`); with documents: {', '.join(known)}[/red]")  # fmt: skip
+    raise typer.Exit(2)
+
+
+def _wanted_and_emptied(jurisdiction: list[str] | None) -> tuple[list[str], list[str]]:
+    """The jurisdictions to run (:func:`_wanted_jurisdictions`), and apart those asked for
+    (every one, by default) that have no registered document left but rows still served:
+    their documents were removed while the database was not reachable. No partition runs for
+    them (the partitions are the registry's jurisdictions): they are retired directly. A
+    jurisdiction asked for with neither documents nor rows served exits 2."""
+    wanted, missing = _asked(jurisdiction)
+    if jurisdiction and not missing:
+        return wanted, []  # every one asked for has documents: the store is not read here
+    served = set(_served_jurisdictions())
+    for code in missing:
+        if code not in served:
+            _refuse(code)
+    if jurisdiction:
+        return [w for w in wanted if w not in missing], sorted(set(missing))
+    return wanted, sorted(served - set(wanted))
+
+
+def _served_jurisdictions() -> list[str]:
+    """The jurisdictions with a document version still served (none when the store cannot be
+    read: the runs then say why)."""
+    from civicsetu_pipelines.cli.common import connect_store
+    from civicsetu_pipelines.store import jurisdictions_served
+
+    try:
+        with connect_store() as conn:
+            return jurisdictions_served(conn)
+    except Exception as exc:  # noqa: BLE001 - only the retirement of emptied ones is skipped
+        console.print(f"[yellow]the store could not be read: {exc}[/yellow]")
+        return []
+
+
+def _retire_emptied(jurisdiction: str, *, results: bool = True) -> None:
+    """Retire every row a jurisdiction without a registered document still serves, in one
+    transaction, and its Neo4j mirror (when configured); what was retired is printed on stdout
+    (``results``), else (``--json``: stdout holds the JSON alone) on stderr."""
+    from civicsetu_pipelines.cli.common import connect_store
+    from civicsetu_pipelines.operate import mirror_jurisdiction, retire_jurisdiction_documents
+
+    with connect_store() as conn:
+        retired = retire_jurisdiction_documents(conn, jurisdiction, registered=[])
+        conn.commit()
+        (out if results else console).print(
+            f"{jurisdiction}: no registered documents left: {retired.summary()} "
+            f"({', '.join(retired.documents) or 'none'}); nothing of it is served",
+            markup=False, highlight=False, soft_wrap=True)  # fmt: skip
+        try:
+            mirrored = mirror_jurisdiction(conn, jurisdiction)
+        except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
+            console.print(f"[yellow]{jurisdiction}: the Neo4j mirror was not updated: "
+                          f"{exc}[/yellow]")  # fmt: skip
+        else:
+            if mirrored is not None:
+                console.print(f"{jurisdiction}: Neo4j mirror synced {mirrored}", markup=False)
 
 
 def _stats_rows() -> list[dict[str, Any]]:

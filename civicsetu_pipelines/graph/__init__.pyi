@@ -7,6 +7,7 @@ from .edges import (
     build_edges as build_edges,
     citations_of as citations_of,
     document_rows as document_rows,
+    drop_document_edges as drop_document_edges,
     graph_stats as graph_stats,
     neighbours as neighbours,
     replace_edges as replace_edges,

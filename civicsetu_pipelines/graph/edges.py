@@ -549,6 +549,30 @@ def replace_edges(
     return len(rows)
 
 
+def drop_document_edges(
+    conn: psycopg.Connection[Any], jurisdiction: str, keys: Sequence[str], *, whole: bool = False
+) -> int:
+    """Take out the edges from or to the documents ``keys`` (retired from ``jurisdiction``), in
+    any jurisdiction, and their per-document figures; with ``whole``, every edge of
+    ``jurisdiction`` (it has no document left). The next run of a jurisdiction rebuilds its
+    edges from its registered documents, which no longer include them. Returns the edges taken
+    out."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graph:{jurisdiction}",))
+        cur.execute(
+            "DELETE FROM graph_edges WHERE source_document = ANY(%s) "
+            "OR target_document = ANY(%s) OR (%s AND jurisdiction = %s)",
+            (list(keys), list(keys), whole, jurisdiction),
+        )
+        removed = cur.rowcount
+        cur.execute(
+            "DELETE FROM graph_documents WHERE document_key = ANY(%s) "
+            "OR (%s AND jurisdiction = %s)",
+            (list(keys), whole, jurisdiction),
+        )
+    return removed
+
+
 _NEIGHBOURS = """
 WITH RECURSIVE walk(node, depth, path) AS (
     SELECT %(start)s::text, 0, ARRAY[%(start)s::text]

@@ -8,8 +8,10 @@ content-addressed PDF store (``storage/pdfs/<sha256>.pdf``) and appends it, pinn
 the user registry ``<state>/registry/documents.yaml``, which
 :func:`~civicsetu_pipelines.ingest.registry.load_registry` reads beside the shipped one.
 Nothing is written unless every check passes, and nothing at all with ``dry_run``. ``remove``
-takes a user document out of the user registry (a shipped one cannot be removed); the next run
-retires its rows like any registry change.
+takes a user document out of the user registry (a shipped one cannot be removed); ``civicsetu
+documents remove`` then retires its rows at once when the database can be reached
+(:mod:`civicsetu_pipelines.operate.retirement`), else the next run of its jurisdiction does, like
+any registry change.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ Modules, in the order they build on each other:
 * ``instance`` -- the Dagster home and instance on Postgres
 * ``freshness`` -- input fingerprints: skip what has not changed
 * ``runs`` -- runs per jurisdiction, jobs and backfills through the instance
+* ``retirement`` -- documents taken out of the registry, retired outside a run (no Dagster)
 * ``gazette_watch`` -- snapshots of mirrors, registries and sources for the change sensor
 * ``services`` -- services this process starts (``dagster dev``), stopped together on any signal
 * ``broker`` -- the Celery broker: a configured URL or the embedded Redis

@@ -22,6 +22,11 @@ from .gazette_watch import (
 from .instance import (
     prepare_dagster_home as prepare_dagster_home,
 )
+from .retirement import (
+    Retirement as Retirement,
+    mirror_jurisdiction as mirror_jurisdiction,
+    retire_jurisdiction_documents as retire_jurisdiction_documents,
+)
 from .runs import (
     PartitionOutcome as PartitionOutcome,
     RemoteExecution as RemoteExecution,

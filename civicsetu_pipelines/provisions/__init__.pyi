@@ -9,6 +9,7 @@ from .table import (
     MatterSpec as MatterSpec,
     Provision as Provision,
     divergences as divergences,
+    drop_document_provisions as drop_document_provisions,
     load_matter_specs as load_matter_specs,
     read_provisions as read_provisions,
     replace_divergences as replace_divergences,

@@ -358,6 +358,28 @@ def replace_provisions(
     return len(provisions)
 
 
+def drop_document_provisions(
+    conn: psycopg.Connection[Any], jurisdiction: str, keys: Sequence[str], *, whole: bool = False
+) -> tuple[int, int]:
+    """Take out ``jurisdiction``'s provisions read from the documents ``keys`` (retired), and
+    the divergence flags that rest on them; with ``whole``, every provision and flag of
+    ``jurisdiction`` (it has no document left). The next run of the jurisdiction reads its
+    provisions again from the documents that remain. Returns (provisions, flags) taken out."""
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute(
+            "DELETE FROM state_provisions WHERE jurisdiction = %s "
+            "AND (%s OR document_key = ANY(%s))",
+            (jurisdiction, whole, list(keys)),
+        )
+        provisions = cur.rowcount
+        cur.execute(
+            "DELETE FROM state_divergences WHERE (%s AND jurisdiction = %s) OR EXISTS (SELECT 1 "
+            "FROM jsonb_array_elements(evidence) e WHERE e->>'document_key' = ANY(%s))",
+            (whole, jurisdiction, list(keys)),
+        )
+        return provisions, cur.rowcount
+
+
 def stored_provisions(
     conn: psycopg.Connection[Any], jurisdictions: Sequence[str] = (), matter: str | None = None
 ) -> list[Provision]:

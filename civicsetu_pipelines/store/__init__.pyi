@@ -2,6 +2,7 @@
 
 from .catalog import (
     build_catalog_rows as build_catalog_rows,
+    forget_documents as forget_documents,
     read_sections as read_sections,
     read_stats as read_stats,
     record_set_asides as record_set_asides,
@@ -46,10 +47,12 @@ from .legal_chunks import (
     ensure_serving as ensure_serving,
     explain_nearest as explain_nearest,
     in_force_clause as in_force_clause,
+    jurisdictions_served as jurisdictions_served,
     knn_statement as knn_statement,
     knn_strategy as knn_strategy,
     load_partition as load_partition,
     prepare as prepare,
+    retire_documents as retire_documents,
     row_sha256 as row_sha256,
     rows_without_vectors as rows_without_vectors,
     scope_rows as scope_rows,

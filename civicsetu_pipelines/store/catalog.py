@@ -119,6 +119,34 @@ def replace_jurisdiction(
         cur.executemany(unit_sql, [tuple(u[c] for c in UNIT_COLUMNS) for u in units])
 
 
+def forget_documents(
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    *,
+    keep: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+) -> list[str]:
+    """Take the catalog rows of ``jurisdiction``'s documents not in ``keep`` (of ``only``, when
+    given) out, as :func:`replace_jurisdiction` leaves them out once they are not registered:
+    the document, its units and what set it aside. Its stored pages stay (the pages of a
+    version are kept for the answers "as of" a day it was in force). Returns the keys taken
+    out."""
+    only_keys = None if only is None else list(only)
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"catalog:{jurisdiction}",))
+        cur.execute(
+            "DELETE FROM document_set_asides WHERE jurisdiction = %s "
+            "AND NOT (document_key = ANY(%s)) AND (%s::text[] IS NULL OR document_key = ANY(%s))",
+            (jurisdiction, list(keep), only_keys, only_keys),
+        )
+        cur.execute(
+            "DELETE FROM documents WHERE jurisdiction = %s AND NOT (key = ANY(%s)) "
+            "AND (%s::text[] IS NULL OR key = ANY(%s)) RETURNING key",
+            (jurisdiction, list(keep), only_keys, only_keys),
+        )
+        return sorted(str(row[0]) for row in cur.fetchall())
+
+
 def store_pages(
     conn: psycopg.Connection[Any],
     docs: Sequence[dict[str, Any]],

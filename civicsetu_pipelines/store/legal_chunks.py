@@ -17,7 +17,9 @@ back, and two loads of one jurisdiction run one after the other. Within it:
 * a unit an amending or repealing instrument ended (``in_force_to``) is superseded from that
   day, and the point in time an amendment made (``amendment``, its evidence) is current from
   its ``in_force_from`` (``scheduled`` until then);
-* documents no longer in the registry are retired the same way (never left current);
+* documents no longer in the registry are retired the same way (never left current; their
+  scheduled rows never start): :func:`retire_documents` does the same outside a load (``civicsetu
+  documents remove``);
 * documents that failed this run are not touched: their previous data stays served.
 """
 
@@ -333,21 +335,74 @@ def load_partition(
             )
             stats.superseded += cur.rowcount
         # Documents removed from the registry: retired, not left current.
-        cur.execute(
-            "SELECT document_key, version_id FROM document_versions WHERE jurisdiction = %s "
-            "AND status = 'current' AND NOT (document_key = ANY(%s))",
-            (jurisdiction, list(registry_keys)),
-        )
-        for key, version_id in cur.fetchall():
-            cur.execute(
-                "UPDATE document_versions SET status = 'retired', valid_to = %s "
-                "WHERE version_id = %s",
-                (today, version_id),
-            )
-            stats.superseded += _supersede_version(cur, version_id, today)
+        for key, rows in _retire_absent(cur, jurisdiction, registry_keys, None, today).items():
+            stats.superseded += rows
             stats.retired_documents.append(key)
         _set_setting(cur, f"loaded:{jurisdiction}", dt.datetime.now(dt.UTC).isoformat())
     return stats
+
+
+def _retire_absent(
+    cur: psycopg.Cursor[Any],
+    jurisdiction: str,
+    keep: Sequence[str],
+    only: Sequence[str] | None,
+    today: dt.date,
+) -> dict[str, int]:
+    """Retire the current versions of ``jurisdiction``'s documents not in ``keep`` (of those in
+    ``only``, when given): the version ``retired`` from ``today``, its current rows superseded
+    from ``today`` and its scheduled rows (a point in time an amendment makes later) ended
+    before they start. The rows stay, dated: ``history`` and ``--as-of`` still read them.
+    Returns the rows ended, by document key."""
+    cur.execute(
+        "SELECT document_key, version_id FROM document_versions WHERE jurisdiction = %s "
+        "AND status = 'current' AND NOT (document_key = ANY(%s)) "
+        "AND (%s::text[] IS NULL OR document_key = ANY(%s)) ORDER BY document_key",
+        (jurisdiction, list(keep), None if only is None else list(only),
+         None if only is None else list(only)),
+    )  # fmt: skip
+    retired: dict[str, int] = {}
+    for key, version_id in cur.fetchall():
+        cur.execute(
+            "UPDATE document_versions SET status = 'retired', valid_to = %s WHERE version_id = %s",
+            (today, version_id),
+        )
+        rows = _supersede_version(cur, version_id, today)
+        cur.execute(
+            "UPDATE legal_chunks SET status = 'superseded', valid_to = GREATEST(valid_from, %s), "
+            "updated_at = now() WHERE version_id = %s AND status = 'scheduled'",
+            (today, version_id),
+        )
+        retired[str(key)] = rows + cur.rowcount
+    return retired
+
+
+def retire_documents(
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    *,
+    keep: Sequence[str] = (),
+    only: Sequence[str] | None = None,
+    today: dt.date | None = None,
+) -> dict[str, int]:
+    """Retire, outside a load, the documents of ``jurisdiction`` no longer registered (not in
+    ``keep``; of ``only``, when given), as :func:`load_partition` retires them, under the same
+    advisory lock: the next load of the jurisdiction finds nothing more to retire. Returns the
+    rows ended, by document key (a document without a current version is not named)."""
+    today = today or dt.date.today()
+    with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
+        return _retire_absent(cur, jurisdiction, keep, only, today)
+
+
+def jurisdictions_served(conn: psycopg.Connection[Any]) -> list[str]:
+    """The jurisdictions with a current document version (rows ``ask`` may serve)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT jurisdiction FROM document_versions WHERE status = 'current' "
+            "ORDER BY jurisdiction"
+        )
+        return [str(row[0]) for row in cur.fetchall()]
 
 
 def _version_for(

@@ -516,3 +516,44 @@ def test_commencement_dates_units_later_than_their_document(tmp_path: Path) -> N
     bad = _write(tmp_path / "bad.yaml", [_doc(commencement=[backwards])])
     with pytest.raises(RegistryError, match="units must be numbers and ranges"):
         load_registry(paths=[bad])
+
+
+def test_the_suite_never_reads_the_users_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user who added documents and removed some (their state dir, named by
+    CIVICSETU_STATE_DIR or the checkout's default, holds a user registry), or who points
+    CIVICSETU_REGISTRY at a registry of their own: the session's isolation (conftest, before
+    any test) leaves the registry the tests read the shipped one."""
+    from civicsetu_pipelines.base.settings import ENV_REGISTRY, ENV_STATE_DIR, Settings
+    from civicsetu_pipelines.ingest import add_document, remove_document
+    from civicsetu_pipelines_tests.amending_documents import RULES_TITLE, rules_pages
+    from civicsetu_pipelines_tests.conftest import isolate_from_user_state
+    from civicsetu_pipelines_tests.pdfgen import write_pdf
+
+    session_state = Settings.from_env().state_dir
+    assert session_state == Path(os.environ["CIVICSETU_TEST_RUN_DIR"]).resolve() / "state"
+    assert session_state != (REPO_ROOT / ".civicsetu").resolve()
+    assert ENV_REGISTRY not in os.environ
+
+    user_state = tmp_path / "home" / "civicsetu-state"
+    pdf = write_pdf(tmp_path / "rules.pdf", rules_pages())
+    order = write_pdf(tmp_path / "order.pdf", [["ORDER", "The promoter shall keep accounts."]])
+    for path, kind, title in ((pdf, "rules", RULES_TITLE), (order, "order", "An Order, 2019")):
+        add_document(path, jurisdiction="Mizoram", kind=kind, title=title,
+                     effective_from=dt.date(2019, 1, 1), state_dir=user_state)  # fmt: skip
+    remove_document("an_order_2019", state_dir=user_state)
+    own = _write(tmp_path / "own.yaml", [_doc(key="users_own_rules_2020")])
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv(ENV_STATE_DIR, str(user_state))  # as the user's shell has it
+    monkeypatch.setenv(ENV_REGISTRY, str(own))
+    leaked = load_registry(include_seed=False)  # what a session without the isolation reads
+    assert "mizoram_real_estate_regulation_and_development_rules_2018" in leaked
+    assert "users_own_rules_2020" in leaked and "MIZORAM" in leaked.jurisdictions()
+
+    isolate_from_user_state(tmp_path / "run")
+    registry = load_registry(include_seed=False)
+    assert set(registry.keys()) == DEFAULT_KEYS
+    assert registry.jurisdictions() == DEFAULT_JURISDICTIONS
+    assert registry.sources == (DOCUMENTS_YAML,)
+    assert (user_state / "registry" / "documents.yaml").is_file()  # the user's, untouched
