@@ -337,12 +337,14 @@ class IngestEnv:
         import dagster as dg
 
         from civicsetu_pipelines.defs import build_definitions
+        from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
 
         job = build_definitions().resolve_job_def("ingest_job")
         keys = ["raw_pdfs", "parsed_pages", "section_chunks", "document_structure"]
         if catalog:
             keys.append("document_catalog")
         with dg.DagsterInstance.ephemeral() as instance:
+            add_jurisdiction_partitions(instance, [partition])
             return job.execute_in_process(
                 partition_key=partition,
                 instance=instance,
@@ -460,9 +462,11 @@ class StoreEnv(IngestEnv):
         import dagster as dg
 
         from civicsetu_pipelines.defs import build_definitions
+        from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
 
         job = build_definitions().resolve_job_def("ingest_job")
         with dg.DagsterInstance.ephemeral() as instance:
+            add_jurisdiction_partitions(instance, [partition])
             return job.execute_in_process(
                 partition_key=partition,
                 instance=instance,
@@ -546,10 +550,12 @@ def corpus_store(
         patch.setenv(ENV_OFFLINE, "1")
         patch.setenv(ENV_ENABLE_SEED_STATES, "0")
         from civicsetu_pipelines.defs import build_definitions
+        from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
         from civicsetu_pipelines.ingest.registry import load_registry
 
         job = build_definitions().resolve_job_def("ingest_job")
         with dg.DagsterInstance.ephemeral() as instance:
+            add_jurisdiction_partitions(instance)
             for partition in load_registry().jurisdictions():
                 result = job.execute_in_process(
                     partition_key=partition, instance=instance, raise_on_error=False

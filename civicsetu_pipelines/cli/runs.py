@@ -165,6 +165,7 @@ def backfill(
     3 on timeout."""
     import time
 
+    from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
     from civicsetu_pipelines.operate import (
         backfill_runs,
         daemon_alive,
@@ -175,6 +176,8 @@ def backfill(
     settings = Settings.from_env()
     home = prepare_dagster_home(settings)
     wanted = _wanted_jurisdictions(jurisdiction)
+    with open_instance() as instance:  # a jurisdiction added since the last run: a partition now
+        add_jurisdiction_partitions(instance, wanted)
     cmd = [bin_path("dagster"), "job", "backfill", "-w", str(REPO_ROOT / "workspace.yaml"), "-j",
            "ingest_job", "--partitions", ",".join(wanted), "--noprompt"]  # fmt: skip
     proc = subprocess.run(cmd, cwd=home, capture_output=True, text=True)

@@ -170,6 +170,13 @@ def dev(
     cmd = [bin_path("dg"), "dev", "--target-path", str(REPO_ROOT), "--host", host,
            "--port", str(port)]  # fmt: skip
     with _dagster_home_for_service(settings, keep_db) as (home, stops_postgres):
+        from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
+        from civicsetu_pipelines.operate import open_instance
+
+        with open_instance() as instance:  # the registry's jurisdictions, as the UI's partitions
+            added = add_jurisdiction_partitions(instance)
+        if added:
+            console.print(f"partitions added for {', '.join(added)}")
         console.print(f"Dagster UI on http://{host}:{port}, with the daemon (Ctrl-C, SIGTERM or "
                       "SIGHUP stops both" + (" and the Postgres" if stops_postgres else "")
                       + ")")  # fmt: skip

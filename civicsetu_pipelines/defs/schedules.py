@@ -27,7 +27,10 @@ from collections.abc import Sequence
 import dagster as dg
 
 from civicsetu_pipelines.base import ENV_REINGEST_CRON, env_value
-from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
+from civicsetu_pipelines.defs.partitions import (
+    add_jurisdiction_partitions,
+    registered_jurisdictions,
+)
 
 DEFAULT_REINGEST_CRON = "0 3 * * 1"  # Mondays, 03:00
 REINGEST_TIMEZONE = "Asia/Kolkata"
@@ -50,7 +53,9 @@ def _schedule(
     tags = {TRIGGER_TAG: name}
 
     def reingest(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-        # One run per tick: the scheduler scopes the run key to the scheduled time.
+        # One run per tick: the scheduler scopes the run key to the scheduled time. The
+        # partitions are dynamic: one the instance lacks yet is added first.
+        add_jurisdiction_partitions(context.instance, [jurisdiction])
         return dg.RunRequest(run_key=name, partition_key=jurisdiction, tags=tags)
 
     try:
@@ -79,17 +84,13 @@ def build_reingest_schedules(
 ) -> list[dg.ScheduleDefinition]:
     """One weekly schedule per partition of ``job`` (``reingest_<JURISDICTION>``).
 
-    ``jurisdictions`` defaults to the jurisdiction partitions; ``cron`` to
-    :func:`reingest_cron` (``CIVICSETU_REINGEST_CRON``, default ``"0 3 * * 1"``).
+    ``jurisdictions`` defaults to the registry's jurisdictions when the definitions load;
+    ``cron`` to :func:`reingest_cron` (``CIVICSETU_REINGEST_CRON``, default ``"0 3 * * 1"``).
 
     ``dg.build_schedule_from_partitioned_job`` is not used: for a statically partitioned job it
     requests every partition in one tick, and for an asset job whose partitions come from its
     assets (like ``ingest_job``) it only accepts time-window partitions.
     """
-    keys = (
-        list(jurisdictions)
-        if jurisdictions is not None
-        else jurisdiction_partitions.get_partition_keys()
-    )
+    keys = list(jurisdictions) if jurisdictions is not None else registered_jurisdictions()
     cron = cron if cron is not None else reingest_cron()
     return [_schedule(job, key, cron, default_status) for key in keys]

@@ -18,9 +18,11 @@ not re-ingest everything. A cursor this sensor did not write is treated the same
 
 Nothing raises out of an evaluation for a bad input: an unreadable or invalid registry, an
 unreadable PDF or one still being copied in gives a ``SkipReason`` saying so, and the cursor is
-left as it was, so the next tick compares again. A change for a jurisdiction that is not (yet) a
-partition of the job (a new state added to the registry: reload the code location and
-materialize it) is reported and not requested.
+left as it was, so the next tick compares again. A change for a jurisdiction that is not yet a
+partition (a state's first document) adds its partition with the tick's result (Dagster dynamic
+partitions: no code reload) and requests its run; a partition left without registered documents
+is run too (the run retires what it served); a change in a jurisdiction that is neither is
+reported and not requested.
 
 Online checks (``online=True``, off by default) add the ETag/Last-Modified of a HEAD request to
 each download URL, at most every ``online_interval_seconds``; a URL that does not answer keeps
@@ -39,7 +41,7 @@ from pathlib import Path
 import dagster as dg
 import httpx
 
-from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
+from civicsetu_pipelines.defs.partitions import JURISDICTION_PARTITIONS, jurisdiction_partitions
 from civicsetu_pipelines.ingest import RegistryError, load_registry
 from civicsetu_pipelines.operate import (
     PDF_PREFIX,
@@ -82,16 +84,13 @@ def build_gazette_sensor(
 
     ``mirror_dirs``: the directories to watch, in fetch order (``Settings.mirror_dirs``);
     ``registry_files``: every registry file to load (see ``gazette_watch.registry_files_for``);
-    ``partition_keys``: the job's partitions (default: the jurisdiction partitions);
+    ``partition_keys``: the partitions taken as held (for tests; default: the instance's); every
+    jurisdiction the registry holds at a tick is one, those not held added with its result;
     ``client_factory``: the HTTP client for online checks (closed after each use).
     """
     mirrors = tuple(Path(p) for p in mirror_dirs)
     files = tuple(Path(p) for p in registry_files)
-    known = (
-        frozenset(partition_keys)
-        if partition_keys is not None
-        else frozenset(jurisdiction_partitions.get_partition_keys())
-    )
+    fixed = frozenset(partition_keys) if partition_keys is not None else None
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
         note = ""
@@ -153,12 +152,26 @@ def build_gazette_sensor(
         seq = state.seq + 1
         new_cursor = WatchState(snapshot=current, seq=seq, remote_checked_at=remote_at).dumps()
         affected = changed_partitions(previous, current, registry)
+        # the jurisdictions are data: every one with a registered document is a partition (a
+        # new one is added with this tick's result, no code reload); a partition left without
+        # documents still runs (the run retires what it served); a jurisdiction that is
+        # neither has nothing to run
+        registered = frozenset(registry.jurisdictions())
+        have = (
+            set(context.instance.get_dynamic_partitions(JURISDICTION_PARTITIONS))
+            if fixed is None
+            else set(fixed)
+        )
+        known = registered | have
+        new_partitions = sorted(j for j in affected if j in registered and j not in have)
         unknown = {j: keys for j, keys in affected.items() if j not in known}
         for jurisdiction, keys in unknown.items():
             context.log.warning(
-                f"{SENSOR_NAME}: {', '.join(keys)} changed in {jurisdiction}, which is not a "
-                f"partition of {job.name}; reload the code location and materialize it"
+                f"{SENSOR_NAME}: {', '.join(keys)} changed in {jurisdiction}, which is neither a "
+                f"partition nor holds a registered document: nothing to run"
             )
+        for jurisdiction in new_partitions:
+            context.log.info(f"{SENSOR_NAME}: {jurisdiction} is a new partition")
         requests = [
             dg.RunRequest(
                 run_key=gazette_run_key(
@@ -178,11 +191,19 @@ def build_gazette_sensor(
             reason = "Only registry bookkeeping changed (no document entry or PDF)"
             if unknown:
                 reason = (
-                    f"Changes only in jurisdictions that are not partitions of {job.name} "
-                    f"({', '.join(unknown)}): reload the code location and materialize them"
+                    f"Changes only in jurisdictions that are neither partitions nor hold a "
+                    f"registered document ({', '.join(unknown)}): nothing to run"
                 )
             return dg.SensorResult(skip_reason=reason + ".", cursor=new_cursor)
-        return dg.SensorResult(run_requests=requests, cursor=new_cursor)
+        return dg.SensorResult(
+            run_requests=requests,
+            cursor=new_cursor,
+            dynamic_partitions_requests=(
+                [jurisdiction_partitions.build_add_request(new_partitions)]
+                if new_partitions
+                else []
+            ),
+        )
 
     @dg.sensor(
         name=SENSOR_NAME,

@@ -32,6 +32,7 @@ from .runs import (
     RemoteExecution as RemoteExecution,
     backfill_runs as backfill_runs,
     daemon_alive as daemon_alive,
+    ensure_partitions as ensure_partitions,
     fail_orphaned_runs as fail_orphaned_runs,
     open_instance as open_instance,
     run_job as run_job,

@@ -66,6 +66,23 @@ class RemoteExecution:
     concurrency: int = 1  # runs orchestrated at once (one per worker keeps every worker busy)
 
 
+def ensure_partitions(
+    instance: dg.DagsterInstance,
+    partitions_def: dg.PartitionsDefinition | None,
+    keys: Sequence[str],
+) -> list[str]:
+    """Add ``keys`` the instance does not hold yet to a dynamic ``partitions_def`` (the
+    jurisdictions are data: a new one needs no code reload); returns those added. Nothing for
+    a static definition."""
+    if not isinstance(partitions_def, dg.DynamicPartitionsDefinition) or not partitions_def.name:
+        return []
+    have = set(instance.get_dynamic_partitions(partitions_def.name))
+    new = [k for k in dict.fromkeys(keys) if k not in have]
+    if new:
+        instance.add_dynamic_partitions(partitions_def.name, new)
+    return new
+
+
 def up_to_date(
     instance: dg.DagsterInstance, jurisdiction: str, fingerprint: str, has_rows: Callable[[], bool]
 ) -> bool:
@@ -101,6 +118,7 @@ def run_partitions(
     it neither loads the model nor parses ahead)."""
     settings = Settings.from_env()
     registry = load_registry()
+    ensure_partitions(instance, job.partitions_def, partitions)
     outcomes: list[PartitionOutcome] = []
     to_run: list[tuple[int, str, str | None]] = []
     for index, name in enumerate(partitions, 1):

@@ -6,6 +6,7 @@ import dagster as dg
 import pytest
 
 from civicsetu_pipelines.definitions import defs
+from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
 from civicsetu_pipelines.ingest.registry import load_registry
 
 
@@ -30,12 +31,20 @@ def test_definitions_load() -> None:
     assert job.partitions_def is not None
 
 
-def test_partitions_are_the_registry_jurisdictions() -> None:
+def test_partitions_are_the_registry_jurisdictions_added_to_the_instance() -> None:
+    """Dynamic partitions: the jurisdictions are data, added to an instance from the registry
+    (a new one needs no code reload); adding again adds nothing."""
     job = defs.resolve_job_def("ingest_job")
-    assert job.partitions_def is not None
-    keys = job.partitions_def.get_partition_keys()
-    assert keys == load_registry().jurisdictions()
-    assert {"CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"} <= set(keys)
+    assert isinstance(job.partitions_def, dg.DynamicPartitionsDefinition)
+    with dg.DagsterInstance.ephemeral() as instance:
+        assert job.partitions_def.get_partition_keys(dynamic_partitions_store=instance) == []
+        added = add_jurisdiction_partitions(instance)
+        assert added == load_registry().jurisdictions()
+        assert {"CENTRAL", "GUJARAT", "CHANDIGARH", "KARNATAKA"} <= set(added)
+        assert add_jurisdiction_partitions(instance) == []
+        assert add_jurisdiction_partitions(instance, ["MIZORAM"]) == ["MIZORAM"]
+        keys = job.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
+        assert keys == [*added, "MIZORAM"]
 
 
 def test_blocking_checks_guard_chunks() -> None:

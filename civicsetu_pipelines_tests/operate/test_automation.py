@@ -6,7 +6,7 @@ import datetime as dt
 import json
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import yaml
 
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
 from civicsetu_pipelines.defs.jobs import build_ingest_job
+from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
 from civicsetu_pipelines.defs.schedules import (
     DEFAULT_REINGEST_CRON,
     ENV_REINGEST_CRON,
@@ -60,11 +61,13 @@ def _make_pdf(path: Path, text: str) -> None:
 
 @dataclass(frozen=True)
 class Tick:
-    """One evaluation: the run requests, the new cursor (None: unchanged) and the skip message."""
+    """One evaluation: the run requests, the new cursor (None: unchanged), the skip message and
+    the partitions it adds."""
 
     run_requests: list[dg.RunRequest]
     cursor: str | None
     skip_message: str | None
+    dynamic_partitions_requests: list[Any] = field(default_factory=list)
 
 
 class Watch:
@@ -112,7 +115,8 @@ class Watch:
             return Tick([], None, result.skip_message)
         assert isinstance(result, dg.SensorResult)
         skip = result.skip_reason.skip_message if result.skip_reason else None
-        return Tick(list(result.run_requests or []), result.cursor, skip)
+        added = list(result.dynamic_partitions_requests or [])
+        return Tick(list(result.run_requests or []), result.cursor, skip, added)
 
     def baseline(self) -> str:
         data = self.tick(None)
@@ -285,13 +289,31 @@ def test_a_foreign_cursor_is_replaced_by_a_baseline(watch: Watch) -> None:
     assert WatchState.loads(data.cursor) is not None
 
 
-def test_changes_outside_the_job_partitions_are_reported_not_requested(watch: Watch) -> None:
-    sensor = watch.build(partition_keys=["CENTRAL", "GUJARAT"])  # KARNATAKA not a partition
+def test_a_jurisdiction_not_yet_a_partition_becomes_one_with_the_ticks_result(
+    watch: Watch,
+) -> None:
+    """The jurisdictions are data: a change in one the instance holds no partition of yet (a
+    state's first document) adds its partition in the tick's result (no code reload) and
+    requests its run."""
+    sensor = watch.build(partition_keys=["CENTRAL", "GUJARAT"])  # KARNATAKA not a partition yet
     cursor = watch.tick(None, sensor).cursor
     _make_pdf(watch.mirror / "karnataka.pdf", "Karnataka rules")
     data = watch.tick(cursor, sensor)
-    assert not data.run_requests
-    assert "KARNATAKA" in (data.skip_message or "")
+    assert list(_requests(data)) == ["KARNATAKA"]
+    (added,) = data.dynamic_partitions_requests or []
+    assert isinstance(added, dg.AddDynamicPartitionsRequest)
+    assert added.partitions_def_name == "jurisdiction" and list(added.partition_keys) == [
+        "KARNATAKA"
+    ]
+    # one with no partition held and no document left (added and removed between two
+    # ticks) has nothing to run
+    sensor = watch.build(partition_keys=["CENTRAL", "GUJARAT"])
+    watch.entries = [e for e in watch.entries if e["jurisdiction"] != "KARNATAKA"]
+    watch.write_registry()
+    emptied = watch.tick(data.cursor, sensor)
+    assert not emptied.run_requests and not emptied.dynamic_partitions_requests
+    assert "KARNATAKA" in (emptied.skip_message or "")
+    assert "nothing to run" in (emptied.skip_message or "")
 
 
 def test_online_checks_follow_the_etag_and_ignore_a_silent_server(watch: Watch) -> None:
@@ -394,19 +416,24 @@ def test_cursor_round_trip_is_compact_json() -> None:
 def _schedule_requests(
     schedule: dg.ScheduleDefinition, repo: dg.RepositoryDefinition | None = None
 ) -> list[dg.RunRequest]:
-    """The schedule function's requests; with ``repo``, evaluated the way the daemon does."""
+    """The schedule function's requests; with ``repo``, evaluated the way the daemon does. Each
+    request's partition is one the instance holds (the schedule adds it when it is new)."""
     ist = dt.timezone(dt.timedelta(hours=5, minutes=30))
-    with dg.DagsterInstance.ephemeral() as instance:
+    with dg.instance_for_test() as instance:
         context = dg.build_schedule_context(
             instance=instance,
             scheduled_execution_time=dt.datetime(2026, 1, 5, 3, 0, tzinfo=ist),
             repository_def=repo,
         )
         if repo is not None:
-            return list(schedule.evaluate_tick(context).run_requests or [])
-        result = schedule(context)
-        assert isinstance(result, dg.RunRequest)
-        return [result]
+            requests = list(schedule.evaluate_tick(context).run_requests or [])
+        else:
+            result = schedule(context)
+            assert isinstance(result, dg.RunRequest)
+            requests = [result]
+        held = set(instance.get_dynamic_partitions("jurisdiction"))
+        assert {r.partition_key for r in requests} <= held
+        return requests
 
 
 def test_one_schedule_per_jurisdiction_each_for_its_own_partition(
@@ -459,31 +486,34 @@ def test_schedules_and_sensor_resolve_against_the_real_ingest_job(
         sensors=[sensor],
         resources=resources,
     )
-    repo = defs.get_repository_def()
-    job_def = defs.resolve_job_def("ingest_job")
-    assert job_def.partitions_def is not None
-    partitions = job_def.partitions_def.get_partition_keys()
-    assert sorted(partitions) == JURISDICTIONS
-    assert repo.get_sensor_def(SENSOR_NAME).job_name == "ingest_job"
+    with dg.instance_for_test() as instance:
+        repo = defs.get_repository_def()
+        job_def = defs.resolve_job_def("ingest_job")
+        assert isinstance(job_def.partitions_def, dg.DynamicPartitionsDefinition)
+        assert repo.get_sensor_def(SENSOR_NAME).job_name == "ingest_job"
+        partitions = add_jurisdiction_partitions(instance)
+        assert sorted(partitions) == JURISDICTIONS
 
-    def resolved(request: dg.RunRequest) -> dg.RunRequest:
-        dg.validate_run_config(job_def, request.run_config)
-        return request.with_resolved_tags_and_config(job_def, [], None)
+        def resolved(request: dg.RunRequest) -> dg.RunRequest:
+            dg.validate_run_config(job_def, request.run_config)
+            return request.with_resolved_tags_and_config(job_def, [], instance)
 
-    for jurisdiction in partitions:
-        schedule = defs.resolve_schedule_def(f"reingest_{jurisdiction}")
-        assert schedule.job_name == "ingest_job"
-        (request,) = _schedule_requests(schedule, repo)
-        assert resolved(request).tags["dagster/partition"] == jurisdiction
+        for jurisdiction in partitions:
+            schedule = defs.resolve_schedule_def(f"reingest_{jurisdiction}")
+            assert schedule.job_name == "ingest_job"
+            (request,) = _schedule_requests(schedule, repo)
+            assert resolved(request).tags["dagster/partition"] == jurisdiction
 
-    with dg.DagsterInstance.ephemeral() as instance:
         live = defs.resolve_sensor_def(SENSOR_NAME)
+        ref = instance.get_ref()  # as the daemon evaluates it: dynamic partitions resolved
         cursor = live.evaluate_tick(
-            dg.build_sensor_context(instance=instance, definitions=defs)
+            dg.build_sensor_context(instance=instance, instance_ref=ref, definitions=defs)
         ).cursor
         _append(watch.mirror / "gujarat.pdf")
         data = live.evaluate_tick(
-            dg.build_sensor_context(cursor=cursor, instance=instance, definitions=defs)
+            dg.build_sensor_context(
+                cursor=cursor, instance=instance, instance_ref=ref, definitions=defs
+            )
         )
-    (request,) = data.run_requests or []
-    assert resolved(request).tags["dagster/partition"] == "GUJARAT"
+        (request,) = data.run_requests or []
+        assert resolved(request).tags["dagster/partition"] == "GUJARAT"
