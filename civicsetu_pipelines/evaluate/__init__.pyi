@@ -21,3 +21,9 @@ from .scoring import (
     record as record,
     write_golden as write_golden,
 )
+from .significance import (
+    ALPHA as ALPHA,
+    PairedTest as PairedTest,
+    bootstrap_ci as bootstrap_ci,
+    paired_test as paired_test,
+)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,6 +28,7 @@ from civicsetu_pipelines.answer import (
     QuestionError,
     candidate_features,
 )
+from civicsetu_pipelines.evaluate import ALPHA, PairedTest, paired_test
 from civicsetu_pipelines.rank.pairs import TrainingQuery
 
 SEED = 0
@@ -197,19 +198,49 @@ def version_of(*parts: Any) -> str:
 class Verdict:
     promoted: bool
     reason: str
+    tests: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> PairedTest.as_dict
 
 
-def promotion(learned: dict[str, Any], current: dict[str, Any]) -> Verdict:
-    """Served only when it beats the current ranking on dev governing MRR without lowering dev
-    refusal correctness (both from the dev half's headline)."""
-    mrr, base = learned.get("governing_mrr") or 0.0, current.get("governing_mrr") or 0.0
-    refusal = learned.get("refusal_correctness") or 0.0
-    base_refusal = current.get("refusal_correctness") or 0.0
-    if refusal < base_refusal:
-        return Verdict(False, f"dev refusal correctness {refusal:.3f} < {base_refusal:.3f} "
-                              "with the current ranking")  # fmt: skip
-    if mrr <= base:
-        return Verdict(False, f"dev governing MRR {mrr:.3f} does not beat the current "
-                              f"ranking's {base:.3f}")  # fmt: skip
-    return Verdict(True, f"dev governing MRR {mrr:.3f} > {base:.3f}, refusal correctness "
-                         f"{refusal:.3f} >= {base_refusal:.3f}")  # fmt: skip
+def _paired(
+    current: Sequence[Mapping[str, Any]],
+    learned: Sequence[Mapping[str, Any]],
+    score: Callable[[Mapping[str, Any]], float | None],
+) -> PairedTest:
+    """The paired test of a per-question ``score`` on the questions both runs score, matched
+    by id."""
+    mine = {str(r["id"]): score(r) for r in learned}
+    pairs = [(a, mine[str(r["id"])]) for r in current
+             if (a := score(r)) is not None and mine.get(str(r["id"])) is not None]  # fmt: skip
+    return paired_test([a for a, _ in pairs], [float(b or 0.0) for _, b in pairs])
+
+
+def _rr(row: Mapping[str, Any]) -> float | None:
+    value = row.get("governing_rr")
+    return None if value is None else float(value)
+
+
+def _refusal(row: Mapping[str, Any]) -> float:
+    return 1.0 if row.get("refusal_correct") else 0.0
+
+
+def promotion(
+    learned: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
+) -> Verdict:
+    """Served only when its improvement over the current ranking on the dev half is outside the
+    noise: a paired randomization test on each question's governing reciprocal rank (p <
+    ALPHA, the difference positive), and refusal correctness not worse beyond the noise (the
+    same test on each question's refusal verdict). ``learned`` and ``current`` are the dev
+    half's per-question rows (``evaluate(...).rows``); the tests are seeded, so the same rows
+    give the same verdict on any machine. The reason states each difference, its 95% interval
+    and its p-value."""
+    mrr = _paired(current, learned, _rr)
+    refusal = _paired(current, learned, _refusal)
+    tests = {"governing_mrr": mrr.as_dict(), "refusal_correctness": refusal.as_dict()}
+    if refusal.difference < 0 and refusal.significant:
+        why = f"dev refusal correctness worse beyond the noise: {refusal}"
+        return Verdict(False, why, tests)
+    if mrr.difference <= 0 or not mrr.significant:
+        why = (f"dev governing MRR {mrr}: not an improvement outside the noise (p < {ALPHA} "
+               "wanted); the hand-set ranking is served")  # fmt: skip
+        return Verdict(False, why, tests)
+    return Verdict(True, f"dev governing MRR {mrr}; refusal correctness {refusal}", tests)

@@ -23,6 +23,7 @@ from civicsetu_pipelines.answer.ranking import (
     make_reranker,
     save_ranker,
 )
+from civicsetu_pipelines.evaluate.significance import bootstrap_ci, paired_test
 from civicsetu_pipelines.rank.pairs import (
     TrainingQuery,
     clean_title,
@@ -142,13 +143,45 @@ def test_a_blend_is_the_hand_set_score_plus_a_learned_correction() -> None:
         assert a.score == pytest.approx(hand + weight * (0.5 + 4.0 * f["closeness"] - f["title"]))
 
 
-def test_promotion_needs_a_better_dev_mrr_and_no_worse_refusals() -> None:
-    current = {"governing_mrr": 0.77, "refusal_correctness": 1.0}
-    assert promotion({"governing_mrr": 0.80, "refusal_correctness": 1.0}, current).promoted
-    worse = promotion({"governing_mrr": 0.73, "refusal_correctness": 1.0}, current)
-    assert not worse.promoted and "does not beat" in worse.reason and "0.770" in worse.reason
-    refusing = promotion({"governing_mrr": 0.90, "refusal_correctness": 0.98}, current)
-    assert not refusing.promoted and "refusal" in refusing.reason
+def _rows(rrs: list[float], refusals: list[bool] | None = None) -> list[dict[str, Any]]:
+    refusals = refusals or [True] * len(rrs)
+    return [{"id": f"q{i}", "governing_rr": rr, "refusal_correct": ok}
+            for i, (rr, ok) in enumerate(zip(rrs, refusals, strict=True))]  # fmt: skip
+
+
+def test_promotion_needs_an_improvement_outside_the_noise_and_no_worse_refusals() -> None:
+    """A paired randomization test on the dev questions decides, seeded: one question moved
+    one place is noise; a gain on many questions is not; refusals worse beyond the noise
+    block it. The verdict states the difference, its interval and its p-value, and is the
+    same every time."""
+    current = _rows([1.0, 0.5, 0.5, 0.33, 1.0, 0.25, 0.5, 1.0] * 10)
+    one_place = [dict(r) for r in current]
+    one_place[1]["governing_rr"] = 1.0  # one question, one place up
+    noise = promotion(one_place, current)
+    assert not noise.promoted and "not an improvement outside the noise" in noise.reason
+    assert "p = " in noise.reason and "95% CI" in noise.reason
+    assert noise.tests["governing_mrr"]["p_value"] > 0.05
+    better = _rows([1.0, 1.0, 0.5, 0.5, 1.0, 0.5, 1.0, 1.0] * 10)
+    won = promotion(better, current)
+    assert won.promoted and won.tests["governing_mrr"]["p_value"] < 0.05
+    assert won.tests["governing_mrr"]["difference"] > 0
+    assert promotion(better, current) == won  # seeded: the same verdict on any machine
+    refusing = promotion(_rows([1.0, 1.0, 0.5, 0.5, 1.0, 0.5, 1.0, 1.0] * 10,
+                               [True, False, True, False] * 20), current)  # fmt: skip
+    assert not refusing.promoted and "refusal correctness worse" in refusing.reason
+
+
+def test_paired_test_and_bootstrap_interval() -> None:
+    assert bootstrap_ci([]) is None
+    low, high = bootstrap_ci([0.0, 1.0] * 40) or (0, 0)
+    assert low < 0.5 < high and high - low < 0.3
+    assert bootstrap_ci([0.0, 1.0] * 40) == (low, high)  # seeded
+    same = paired_test([0.5] * 30, [0.5] * 30)
+    assert same.difference == 0.0 and same.p_value == 1.0
+    shifted = paired_test([0.0] * 30, [1.0] * 30)
+    assert shifted.difference == 1.0 and shifted.significant and shifted.ci95 == (1.0, 1.0)
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_test([1.0], [1.0, 0.0])
 
 
 def test_mined_questions_are_fixed_by_their_text() -> None:

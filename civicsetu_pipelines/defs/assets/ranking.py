@@ -108,7 +108,8 @@ def learned_ranker(
     variant scored on the golden dev half (the choice) and the test half (the report) beside the
     hand-set ranking. Versioned by its inputs (the pairs' and the store's hashes, the variants,
     the seed): a re-materialization with nothing changed reuses the trained file. Promoted to
-    ``<state>/storage/ranker/promoted.json`` when it wins on dev; otherwise that file is removed
+    ``<state>/storage/ranker/promoted.json`` when it wins on dev beyond the noise (a paired
+    randomization test, :func:`~civicsetu_pipelines.rank.promotion`); otherwise that file is removed
     and the hand-set ranking is served."""
     ranker_dir = Settings.from_env().ranker_dir
     pairs_path = ranker_dir / PAIRS_FILE
@@ -170,7 +171,10 @@ def learned_ranker(
             save_ranker(chosen, saved, variants=table, trained_on=len(train),
                         held_back=len(held), questions=len(queries))  # fmt: skip
         chosen_scores, chosen_rows = everything(chosen)  # dev again, and test for the report
-        verdict = promotion(chosen_scores["dev"], current["dev"])
+        verdict = promotion(  # a paired test on the dev half's questions
+            [r for r in chosen_rows if r.get("split") == "dev"],
+            [r for r in current_rows if r.get("split") == "dev"],
+        )
         promoted = ranker_dir / "promoted.json"
         if verdict.promoted:
             shutil.copyfile(saved, promoted)
@@ -187,7 +191,7 @@ def learned_ranker(
     compared = side_by_side({"hand-set": current_rows, "learned": chosen_rows})
     (ranker_dir / REPORT_FILE).write_text(json.dumps(
         {"version": chosen.version, "promoted": verdict.promoted, "reason": verdict.reason,
-         "rows": rows, **compared}, indent=1, default=str))  # fmt: skip
+         "tests": verdict.tests, "rows": rows, **compared}, indent=1, default=str))  # fmt: skip
     yield dg.MaterializeResult(
         metadata={
             "version": chosen.version,
@@ -205,6 +209,7 @@ def learned_ranker(
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
             "reason": verdict.reason,
+            "paired_tests": dg.MetadataValue.json(verdict.tests),
             "dev_current": dg.MetadataValue.json(current["dev"]),
             "dev_learned": dg.MetadataValue.json(chosen_scores["dev"]),
         },  # fmt: skip
