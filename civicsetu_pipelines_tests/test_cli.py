@@ -254,8 +254,9 @@ def _loaded_modules(args: list[str], env: dict[str, str]) -> tuple[set[str], str
         ["db", "status"],
         ["stats", "--json"],
         ["sections", "--document", "rera_act_2016", "--json"],
+        ["resolve", "/akn/in/act/2016/16/~sec_18__subsec_1"],
     ],
-    ids=["ask", "ask-json", "help", "db-status", "stats", "sections"],
+    ids=["ask", "ask-json", "help", "db-status", "stats", "sections", "resolve"],
 )
 def test_light_commands_import_no_heavy_library(
     materialized: subprocess.CompletedProcess[str], cli_env: dict[str, str], args: list[str]
@@ -268,3 +269,8 @@ def test_light_commands_import_no_heavy_library(
     if args[0] == "ask":
         assert "onnxruntime" in loaded and "tokenizers" in loaded
         assert "Section 18" in stdout  # answered from the store, not refused
+        if "--json" not in args:  # each citation's Akoma Ntoso address under it
+            assert "/akn/in/act/2016/16/eng@" in stdout
+    if args[0] == "resolve":  # 18(1) is printed in the unit sec_18: its text, verbatim, cited
+        assert "printed within sec_18" in stdout and "18. (1) If the promoter fails" in stdout
+        assert "/akn/in/act/2016/16/eng@2017-05-01/!main~sec_18" in stdout

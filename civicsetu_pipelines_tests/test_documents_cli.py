@@ -364,6 +364,17 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert [(v["label"], v["valid_from"]) for v in inside] == [
         ("Rule 8", "2018-05-01"), ("Rule 8", "2024-04-01")]  # fmt: skip
     assert "plus three per cent" in inside[1]["text"]
+    # what the run changed, recorded (issue 37): Rule 7 and Rule 8 as the notice made them (the
+    # jurisdiction's first load: nothing was served before, so added, with their instrument),
+    # each with the sha256 of the text served
+    import hashlib
+
+    listed = _run(["changes", "-j", "MIZORAM", "--json"], env)
+    assert listed.returncode == 0, listed.stderr
+    made = {c["unit_label"]: c for c in json.loads(listed.stdout)["changes"]
+            if c["document_key"] == rules and c["instrument"] == notice}  # fmt: skip
+    assert {"Rule 7", "Rule 8"} <= set(made) and made["Rule 7"]["kind"] == "added"
+    assert made["Rule 7"]["new_sha256"] == hashlib.sha256(history[1]["text"].encode()).hexdigest()
     then = json.loads(_run(["sections", "-d", rules, "--as-of", "2020-01-01", "--json"],
                            env).stdout)["units"]  # fmt: skip
     now = json.loads(_run(["sections", "-d", rules, "--as-of", "2025-01-01", "--json"],

@@ -55,7 +55,8 @@ _COLUMNS = (
     "c.chunk_id::text AS chunk_id, c.document_key, c.jurisdiction, c.doc_type, c.unit, c.label, "
     "c.section_label, c.title, c.text, c.page_start, c.page_end, c.parent_id::text AS parent_id, "
     "c.ordinal, c.level, v.sha256, d.title AS document_title, d.source_url, c.amendment, "
-    "c.valid_from, c.valid_to"
+    "c.valid_from, c.valid_to, c.eid, c.legal_path, d.effective_date AS document_date, "
+    "d.language AS document_language"
 )
 _JOINS = (
     "JOIN document_versions v ON v.version_id = c.version_id "

@@ -36,6 +36,9 @@ ENV_EMBED_DEVICE = "CIVICSETU_EMBED_DEVICE"
 ENV_EMBED_RUNTIME = "CIVICSETU_EMBED_RUNTIME"
 # Automation: the cron of the weekly re-ingestion schedules (Asia/Kolkata).
 ENV_REINGEST_CRON = "CIVICSETU_REINGEST_CRON"
+# Evaluation: the golden file the evaluation job scores (default: the packaged data/golden.jsonl;
+# a smaller stratified file for a quick run, a user's own questions).
+ENV_GOLDEN = "CIVICSETU_GOLDEN"
 # Answers: retrieval and the optional OpenAI-compatible generation endpoint.
 ENV_EF_SEARCH = "CIVICSETU_EF_SEARCH"
 # Diversity of the answer's units: what the cap counts (provision, legislation or document; see
@@ -154,6 +157,13 @@ class Settings:
         if chosen and chosen.strip().lower() == "none":
             return None
         return Path(chosen) if chosen else self.ranker_dir / "promoted.json"
+
+    @property
+    def golden_path(self) -> Path:
+        """The golden file the evaluation job scores: ``CIVICSETU_GOLDEN``, else the packaged
+        ``data/golden.jsonl``."""
+        chosen = os.environ.get(ENV_GOLDEN)
+        return Path(chosen).resolve() if chosen and chosen.strip() else DATA_DIR / "golden.jsonl"
 
     @property
     def dagster_home(self) -> Path:

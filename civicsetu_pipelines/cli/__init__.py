@@ -1,9 +1,10 @@
 """The ``civicsetu`` command line.
 
 The root app is built here from the command modules, one a group: ``runs`` (materialize,
-backfill), ``answers`` (ask, eval), ``corpus`` (stats, inspect, sections, history),
-``services`` (dev, and the ``workers`` group), ``db``, ``documents`` and ``graph`` (each a
-group); ``common`` holds what they share. The commands are registered below in the order
+backfill), ``answers`` (ask, eval), ``corpus`` (stats, inspect, sections, history, changes),
+``akn`` (resolve, and the ``akn`` group: export), ``services`` (dev, and the ``workers``
+group), ``db``, ``documents``, ``sources`` (and ``watch``) and ``graph`` (each a group);
+``common`` holds what they share. The commands are registered below in the order
 ``civicsetu --help`` lists them; each imports its heavy libraries inside itself, so that
 ``--help`` stays fast."""
 
@@ -14,6 +15,7 @@ import sys
 import typer
 
 from civicsetu_pipelines.cli import (
+    akn,
     answers,
     corpus,
     db,
@@ -22,6 +24,7 @@ from civicsetu_pipelines.cli import (
     provisions,
     runs,
     services,
+    sources,
 )
 from civicsetu_pipelines.cli.common import console
 
@@ -31,6 +34,8 @@ app = typer.Typer(
 app.add_typer(db.db_app, name="db")
 app.add_typer(graph.graph_app, name="graph")
 app.add_typer(documents.documents_app, name="documents")
+app.add_typer(sources.sources_app, name="sources")
+app.command()(sources.watch)
 app.add_typer(services.workers_app, name="workers")
 app.command()(runs.materialize)
 app.command("backfill")(runs.backfill)
@@ -40,6 +45,9 @@ app.command()(corpus.stats)
 app.command()(corpus.inspect)
 app.command()(corpus.sections)
 app.command()(corpus.history)
+app.command()(corpus.changes)
+app.command("resolve")(akn.resolve)
+app.add_typer(akn.akn_app, name="akn")
 app.command("compare")(provisions.compare)
 app.command("divergences")(provisions.divergences_command)
 app.command()(services.dev)

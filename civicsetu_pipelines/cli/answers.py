@@ -79,6 +79,8 @@ def ask(
             out.print(f"[{c['n']}] {c['jurisdiction']} {c['label']}{shown}, "
                       f"{c['document_title']}, page {c['page']} - {c['source_url']}",
                       markup=False)  # fmt: skip
+            if c.get("uri"):
+                out.print(f"    {c['uri']}", markup=False, highlight=False, soft_wrap=True)
             if c.get("amended"):
                 out.print(f"    {c['amended']['note']}", markup=False)
             if c.get("in_force_until"):
@@ -132,23 +134,23 @@ def eval_command(
         settings_from_env,
     )
     from civicsetu_pipelines.evaluate import (
-        GOLDEN_JSONL,
         THRESHOLDS,
         GoldenError,
         by_kind_and_split,
-        by_split,
         diversity_displaced,
         evaluate,
+        evaluation_identity,
         golden_sha256,
         load_golden,
         record,
+        summary,
     )
     from civicsetu_pipelines.store import embedding_config_from_env, resolve_database_url
 
     if k not in (1, 3, 5, 10):
         console.print("[red]--k must be 1, 3, 5 or 10[/red]")
         raise typer.Exit(2)
-    path = golden or GOLDEN_JSONL
+    path = golden or Settings.from_env().golden_path
     try:
         questions = load_golden(path)
     except GoldenError as exc:
@@ -162,13 +164,18 @@ def eval_command(
         QueryEngine(url, default_query_embedder(), settings_from_env()) as engine,
         connect_store() as conn,
     ):
-        result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm)
         model_id = embedding_config_from_env().model_id
+        identity = evaluation_identity(
+            conn, reranker=engine.reranker, ranker_file=Settings.from_env().ranker_path,
+            model=model_id, k=k, retrieval=engine.settings.retrieval, golden_path=path,
+        )  # fmt: skip
+        result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm)
         record(conn, result, scope="ALL", source="cli", golden_file=path.name,
                golden_sha=golden_sha256(path), model_id=model_id)  # fmt: skip
         distances = engine.distances
-    head = result.headline
-    splits = by_split(result.rows)
+    found = summary(result, identity=identity, model_id=model_id,
+                    evidence_distances=dataclasses.asdict(distances))  # fmt: skip
+    splits = found["by_split"]
     kinds = by_kind_and_split(result.rows)
     displaced = diversity_displaced(result.rows)
     if as_json:
@@ -183,10 +190,7 @@ def eval_command(
              "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
             for r in result.rows
         ]  # fmt: skip
-        print_json({"run_id": result.run_id, "k": k, "model_id": model_id,
-                     "evidence_distances": dataclasses.asdict(distances), "headline": head,
-                     "by_split": splits, "by_query_type": kinds,
-                     "diversity_displaced": displaced, "questions": rows})  # fmt: skip
+        print_json({**found, "questions": rows})
         return
     halves = list(splits)
     table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name} "
@@ -208,7 +212,9 @@ def eval_command(
             if metric == f"hit_at_{k}":
                 value = _mean_of([r for r in result.rows if half == "all" or r["split"] == half],
                                  metric)  # fmt: skip
-            cells.append("n/a" if value is None else f"{value:.3f}")
+            ci = splits[half].get(f"{metric}_ci95")
+            band = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and metric != f"hit_at_{k}" else ""
+            cells.append("n/a" if value is None else f"{value:.3f}{band}")
         target = THRESHOLDS.get(metric)
         table.add_row(metric, *cells, "" if target is None else f"{target:g}")
     out.print(table)
@@ -217,6 +223,11 @@ def eval_command(
         count, scored = int(displaced["count"]), displaced["scored"]
         out.print(f"diversity moved the governing provision out of the top {displaced['k']}: "
                   f"{count} of {scored} questions{which}")  # fmt: skip
+    out.print("[low, high]: the 95% bootstrap interval over the questions", markup=False)
+    ident = found["identity"]
+    out.print(f"identity {ident['digest']}: {ident['documents']} documents, {ident['units']} "
+              f"units served (store {ident['store'][:12]}), ranker {ident['ranker']}, k {k}, "
+              f"golden {ident['golden_file']} ({ident['golden'][:12]})")  # fmt: skip
     out.print(f"model {model_id}")
     out.print(f"evidence distances: answer {distances.answer}, near {distances.near}, domain "
               f"{distances.domain}")  # fmt: skip

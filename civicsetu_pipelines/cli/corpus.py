@@ -1,5 +1,6 @@
-"""``civicsetu stats``, ``civicsetu inspect`` and ``civicsetu sections``: what the corpus holds,
-and one PDF parsed as the pipeline would."""
+"""``civicsetu stats``, ``civicsetu inspect``, ``civicsetu sections``, ``civicsetu history`` and
+``civicsetu changes``: what the corpus holds, one PDF parsed as the pipeline would, a unit's
+versions and what each run changed."""
 
 from __future__ import annotations
 
@@ -234,4 +235,58 @@ def history(
     for r in rows:
         table.add_row(r["label"], r["valid_from"], r["valid_to"] or "", r["status"], r["source"],
                       " ".join(r["text"].split())[:200])  # fmt: skip
+    out.print(table)
+
+
+def changes(
+    jurisdiction: Annotated[
+        list[str] | None,
+        typer.Option("--jurisdiction", "-j", help="Only these jurisdictions (repeatable)"),
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="YYYY-MM-DD: changes recorded on or after it")
+    ] = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", help="Only these kinds: added, changed, ended, provision, citation"),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first")] = 200,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """What changed, recorded by each run, newest first: units added, changed (the sha256 of
+    their text before and after, and the amending instrument, if any) and ended; provision
+    values that moved; golden questions whose governing citations changed."""
+    import datetime as dt
+
+    from civicsetu_pipelines.store import CHANGE_KINDS, change_detail, change_hashes, read_changes
+
+    try:
+        day = dt.date.fromisoformat(since) if since else None
+    except ValueError:
+        console.print(f"[red]--since: not a date (YYYY-MM-DD): {since!r}[/red]")
+        raise typer.Exit(2) from None
+    unknown = sorted(set(kind or ()) - set(CHANGE_KINDS))
+    if unknown or limit < 1:
+        console.print(f"[red]--kind: one of {', '.join(CHANGE_KINDS)} (not {unknown})[/red]"
+                      if unknown else "[red]--limit: at least 1[/red]")  # fmt: skip
+        raise typer.Exit(2)
+    wanted = [j.upper() for j in jurisdiction or ()]
+    with connect_store() as conn:
+        rows = read_changes(conn, jurisdictions=wanted, since=day, kinds=kind or (), limit=limit)
+    data = [{**{k: v for k, v in r.items() if k != "recorded_at"},
+             "recorded_at": r["recorded_at"].isoformat()} for r in rows]  # fmt: skip
+    if as_json:
+        print_json({"changes": data})
+        return
+    if not data:
+        console.print("No change recorded" + (f" since {since}" if since else "") + ".")
+        return
+    table = Table(title="What changed, newest first")
+    for column in ("recorded", "jurisdiction", "kind", "document", "unit", "text sha256",
+                   "instrument", "detail"):  # fmt: skip
+        table.add_column(column)
+    for r in data:
+        table.add_row(r["recorded_at"][:19], r["jurisdiction"], r["kind"], r["document_key"] or "",
+                      r["unit_label"] or "", change_hashes(r), r["instrument"] or "",
+                      change_detail(r))  # fmt: skip
     out.print(table)

@@ -1,4 +1,5 @@
-"""``civicsetu documents``: the registered documents (add, list, remove)."""
+"""``civicsetu documents``: the registered documents (add, list, remove) and those a watched
+source found but could not identify (pending, accept, reject)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from rich.table import Table
 
 from civicsetu_pipelines.cli.common import connect_store, console, out, print_json
 
-documents_app = typer.Typer(help="The registered documents: add your own, list, remove.")
+documents_app = typer.Typer(
+    help="The registered documents: add your own, list, remove; and those a watched source "
+    "could not identify: pending, accept, reject."
+)
 
 
 @documents_app.command("add")
@@ -274,3 +278,94 @@ def _store_if_any() -> Any:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+@documents_app.command("pending")
+def documents_pending(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The PDFs `civicsetu watch` found but could not identify with confidence: each with its
+    key, where it came from and why it waits; `documents accept KEY` registers one."""
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.operate import load_pending
+
+    pending = load_pending(Settings.from_env().state_dir)
+    if as_json:
+        print_json([
+            {"key": p.key, "jurisdiction": p.jurisdiction, "source_url": p.source_url,
+             "reason": p.reason, "source": p.source, "sha256": p.sha256,
+             "found_at": p.found_at, "read": p.read}
+            for p in pending
+        ])  # fmt: skip
+        return
+    if not pending:
+        _say("nothing pending")
+        return
+    for p in pending:
+        _say(f"{p.key}  {p.jurisdiction}  {p.source_url}")
+        _say(f"  why: {p.reason}")
+        if p.read:
+            _say("  read: " + "; ".join(f"{k} {v}" for k, v in p.read.items()))
+    _say("register one: civicsetu documents accept KEY [--kind K] [--title TITLE] "
+         "[--effective-from YYYY-MM-DD]; drop one: civicsetu documents reject KEY")  # fmt: skip
+
+
+@documents_app.command("accept")
+def documents_accept(
+    pending_key: Annotated[str, typer.Argument(help="The key `documents pending` shows")],
+    kind: Annotated[str | None, typer.Option("--kind", help="As for `documents add`")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="The official title")] = None,
+    effective_from: Annotated[
+        str | None, typer.Option("--effective-from", help="YYYY-MM-DD")
+    ] = None,
+    key: Annotated[str | None, typer.Option(help="Document key (default: from the title)")] = None,
+    amends: Annotated[
+        list[str] | None, typer.Option("--amends", help="Key of a document it amends")
+    ] = None,
+    repeals: Annotated[
+        list[str] | None, typer.Option("--repeals", help="Key of a document it repeals")
+    ] = None,
+    pages: Annotated[str | None, typer.Option(help="Pages to ingest, e.g. 3-40,42")] = None,
+    status: Annotated[str, typer.Option(help="in_force or draft")] = "in_force",
+) -> None:
+    """Register a pending document (from the PDF store: no network) with what it could not
+    be read with; what is not given is read from its own words, as `documents add` does."""
+    import datetime as dt
+
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.ingest import AddError
+    from civicsetu_pipelines.operate import SourceError, accept_pending
+
+    try:
+        date = dt.date.fromisoformat(effective_from) if effective_from else None
+    except ValueError:
+        console.print(f"[red]--effective-from {effective_from!r} is not a date YYYY-MM-DD[/red]")
+        raise typer.Exit(2) from None
+    try:
+        added = accept_pending(pending_key, state_dir=Settings.from_env().state_dir, kind=kind,
+                               title=title, effective_from=date, document_key=key,
+                               amends=amends or (), repeals=repeals or (), pages=pages,
+                               status=status)  # fmt: skip
+    except (AddError, SourceError) as exc:
+        console.print(f"[red]not accepted: {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    spec = added.spec
+    _say(f"added {spec.key!r}: {spec.doc_type} of {spec.jurisdiction}, effective from "
+         f"{spec.effective_date.isoformat()}; sha256 {spec.sha256}")  # fmt: skip
+    for note in added.notes:
+        _say(f"  {note}")
+    out.print(f"next: civicsetu materialize -j {spec.jurisdiction}")
+
+
+@documents_app.command("reject")
+def documents_reject(
+    pending_key: Annotated[str, typer.Argument(help="The key `documents pending` shows")],
+) -> None:
+    """Drop a pending document: it is not registered, and its source does not offer it again."""
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.operate import SourceError, reject_pending
+
+    try:
+        entry = reject_pending(pending_key, state_dir=Settings.from_env().state_dir)
+    except SourceError as exc:
+        console.print(f"[red]not rejected: {escape(str(exc))}[/red]")
+        raise typer.Exit(2) from None
+    _say(f"rejected {entry.key!r} ({entry.source_url})")

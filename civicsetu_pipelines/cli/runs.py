@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -118,8 +119,10 @@ def materialize(
         if outcome.error:
             console.print(f"    [red]{outcome.error}[/red]")
         for asset, check, severity in outcome.failed_checks:
-            level = "red" if severity == "ERROR" else "yellow"
-            console.print(f"    [{level}]check {asset}:{check} failed[/{level}]")
+            if severity == "ERROR":  # broken data: the check blocks
+                console.print(f"    [red]check {asset}:{check} failed[/red]")
+            else:  # a warning: the data loaded, something in it deserves a look
+                console.print(f"    [yellow]warning: {asset}:{check}[/yellow]")
         if outcome.status == "failed":
             failures.append(outcome.jurisdiction)
     if reports and any(o.status == "ok" for o in outcomes):
@@ -132,10 +135,7 @@ def materialize(
                 done = run_job(instance, definitions.resolve_job_def(job_name))
             state = "[green]ok[/green]" if done.success else "[red]FAILED[/red]"
             console.print(f"{job_name}: {state} (run {done.run_id}); see {where}")
-            for evaluation in done.get_asset_check_evaluations():
-                if not evaluation.passed:
-                    console.print(f"    [yellow]check {evaluation.asset_key.to_user_string()}:"
-                                  f"{evaluation.check_name} failed[/yellow]")  # fmt: skip
+            _say_checks(done.get_asset_check_evaluations())
             if not done.success:
                 failures.append(job_name)
     if not as_json:  # stdout holds the JSON alone
@@ -211,6 +211,33 @@ def backfill(
         console.print(f"  {run.partition}: {state} (run {run.run_id})")
     if failed:
         raise typer.Exit(1)
+
+
+def _say_checks(evaluations: Sequence[Any]) -> None:
+    """A job's checks that did not pass, grouped so a sound run reads as one: the targets not
+    met yet (open targets, with their figure and interval), warnings, and checks that failed
+    (broken data) apart."""
+    targets, warnings, failed = [], [], []
+    for evaluation in evaluations:
+        if evaluation.passed:
+            continue
+        name = f"{evaluation.asset_key.to_user_string()}:{evaluation.check_name}"
+        kind = evaluation.metadata.get("kind")
+        if kind is not None and getattr(kind, "value", kind) == "target":
+            targets.append(evaluation.description or name)
+        elif evaluation.severity.value == "ERROR":
+            failed.append(name)
+        else:
+            warnings.append(name)
+    if targets:
+        console.print(f"    open targets ({len(targets)}; the run is sound, the figure is "
+                      "short of its target):")  # fmt: skip
+        for target in targets:
+            console.print(f"      {target}", markup=False)
+    for name in warnings:
+        console.print(f"    [yellow]warning: {name}[/yellow]")
+    for name in failed:
+        console.print(f"    [red]check {name} failed[/red]")
 
 
 def _wanted_jurisdictions(jurisdiction: list[str] | None) -> list[str]:

@@ -8,6 +8,7 @@ import dagster as dg
 
 from civicsetu_pipelines.base import Settings, neo4j_configured
 from civicsetu_pipelines.defs.assets import (
+    akn,
     answers,
     evaluation,
     graph,
@@ -29,7 +30,7 @@ from civicsetu_pipelines.defs.sensors import build_gazette_sensor, build_orphane
 from civicsetu_pipelines.operate import registry_files_for
 
 # The asset modules, in the order data flows through them.
-ASSET_MODULES = [ingest, store, graph, provisions, answers, ranking, evaluation]
+ASSET_MODULES = [ingest, store, graph, akn, provisions, answers, ranking, evaluation]
 
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:
@@ -40,12 +41,8 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     )
     ingest_job = build_ingest_job(neo4j_enabled=neo4j_configured())
     return dg.Definitions(
-        assets=dg.load_assets_from_modules(
-            [ingest, store, graph, provisions, answers, ranking, evaluation]
-        ),
-        asset_checks=dg.load_asset_checks_from_modules(
-            [ingest, store, graph, provisions, answers, ranking, evaluation]
-        ),
+        assets=dg.load_assets_from_modules(ASSET_MODULES),
+        asset_checks=dg.load_asset_checks_from_modules(ASSET_MODULES),
         jobs=[ingest_job, build_answers_job(), build_evaluation_job()],
         schedules=build_reingest_schedules(ingest_job),
         sensors=[
@@ -53,6 +50,7 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
                 ingest_job,
                 mirror_dirs=settings.mirror_dirs,
                 registry_files=registry_files_for(settings),
+                state_dir=settings.state_dir,
             ),
             build_orphaned_runs_sensor(),
         ],

@@ -21,7 +21,7 @@ from civicsetu_pipelines.answer import (
     AnswerSettings,
     LLMSettings,
     QueryEmbedder,
-    RetrievalSettings,
+    settings_from_env,
 )
 from civicsetu_pipelines.base import (
     DEFAULT_MIRROR,
@@ -146,8 +146,13 @@ class AnswerResource(dg.ConfigurableResource):
             ranker = None
         else:
             ranker = self.ranker or str(Settings.from_env().ranker_dir / "promoted.json")
+        # the retrieval settings `civicsetu ask` and `eval` read from the environment
+        # (diversity ...), so the job and the CLI answer alike; ef_search from this resource
+        retrieval = dataclasses.replace(
+            settings_from_env().retrieval, ef_search=int(self.ef_search)
+        )
         return AnswerSettings(
-            retrieval=RetrievalSettings(ef_search=int(self.ef_search)),
+            retrieval=retrieval,
             cross_encoder=self.cross_encoder or None,
             ranker=ranker,
             llm=llm,

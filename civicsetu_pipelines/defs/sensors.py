@@ -41,25 +41,33 @@ from pathlib import Path
 import dagster as dg
 import httpx
 
+from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.defs.partitions import JURISDICTION_PARTITIONS, jurisdiction_partitions
-from civicsetu_pipelines.ingest import RegistryError, load_registry
+from civicsetu_pipelines.ingest import RegistryError, load_registry, user_registry_path
 from civicsetu_pipelines.operate import (
     PDF_PREFIX,
     REMOTE_PREFIX,
     CursorError,
     FileInFluxError,
+    SourceError,
+    WatchLimits,
     WatchState,
     change_digest,
     changed_entries,
     changed_partitions,
     fail_orphaned_runs,
     http_client,
+    load_sources,
     remote_snapshot,
     snapshot,
+    watch_once,
 )
 
 SENSOR_NAME = "gazette_change_sensor"
 MINIMUM_INTERVAL_SECONDS = 60
+# PDFs a sensor tick downloads from the watched sources at most (the rest wait for the next
+# tick): a tick downloads and reads each, and must end well within Dagster's sensor timeout.
+SOURCE_DOWNLOADS_PER_TICK = 5
 TRIGGER_TAG = "civicsetu/trigger"
 CHANGED_TAG = "civicsetu/changed_documents"
 SEQ_TAG = "civicsetu/gazette_seq"
@@ -79,6 +87,8 @@ def build_gazette_sensor(
     client_factory: Callable[[], httpx.Client] = http_client,
     partition_keys: Sequence[str] | None = None,
     default_status: dg.DefaultSensorStatus = dg.DefaultSensorStatus.STOPPED,
+    state_dir: Path | str | None = None,
+    watch_limits: WatchLimits | None = None,
 ) -> dg.SensorDefinition:
     """The ``gazette_change_sensor`` for ``job`` (``ingest_job``).
 
@@ -86,10 +96,33 @@ def build_gazette_sensor(
     ``registry_files``: every registry file to load (see ``gazette_watch.registry_files_for``);
     ``partition_keys``: the partitions taken as held (for tests; default: the instance's); every
     jurisdiction the registry holds at a tick is one, those not held added with its result;
-    ``client_factory``: the HTTP client for online checks (closed after each use).
+    ``client_factory``: the HTTP client for online checks (closed after each use);
+    ``state_dir``: the state directory whose user registry (``documents add``) is watched too
+    and whose watched sources (``civicsetu sources add``) each tick runs first, exactly as
+    ``civicsetu watch --once`` (new PDFs identified and registered; the registry's change then
+    requests their runs); None: neither.
     """
     mirrors = tuple(Path(p) for p in mirror_dirs)
     files = tuple(Path(p) for p in registry_files)
+    user = user_registry_path(Path(state_dir)) if state_dir is not None else None
+    limits = watch_limits or WatchLimits(max_downloads=SOURCE_DOWNLOADS_PER_TICK)
+
+    def watched_sources(context: dg.SensorEvaluationContext) -> str:
+        """One tick of the watched sources (none: nothing), what it registered, as a note."""
+        if state_dir is None or not load_sources(Path(state_dir)):
+            return ""
+        try:
+            tick = watch_once(Settings.from_env(), limits=limits)
+        except (SourceError, OSError, httpx.HTTPError) as exc:
+            context.log.warning(f"{SENSOR_NAME}: the watched sources were not read: {exc}")
+            return f" (sources not read: {exc})"
+        for item in (*tick.failed, *tick.pending):
+            context.log.warning(f"{SENSOR_NAME}: {item}")
+        if tick.registered:
+            context.log.info(f"{SENSOR_NAME}: registered {len(tick.registered)} new document(s) "
+                             f"from the watched sources: {', '.join(tick.changed)}")  # fmt: skip
+        return ""
+
     fixed = frozenset(partition_keys) if partition_keys is not None else None
 
     def evaluate(context: dg.SensorEvaluationContext) -> dg.SensorResult | dg.SkipReason:
@@ -101,9 +134,12 @@ def build_gazette_sensor(
             note = f" (the stored cursor was not readable and was replaced: {exc})"
             context.log.warning(f"{SENSOR_NAME}: {exc}; recording a new baseline")
 
+        if state is not None:  # after the baseline: what the sources register is requested
+            note += watched_sources(context)
+        watched = files + ((user,) if user is not None and user.is_file() else ())
         try:
-            registry = load_registry(include_seed=False, paths=files)
-            current = snapshot(registry, mirrors, files)
+            registry = load_registry(include_seed=False, paths=watched)
+            current = snapshot(registry, mirrors, watched)
         except RegistryError as exc:
             return dg.SkipReason(
                 f"The document registry cannot be loaded, so nothing was compared (fix it; the "

@@ -1,5 +1,9 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .identity import (
+    EvalIdentity as EvalIdentity,
+    evaluation_identity as evaluation_identity,
+)
 from .report import (
     render_report as render_report,
 )
@@ -17,8 +21,12 @@ from .scoring import (
     golden_sha256 as golden_sha256,
     held_out as held_out,
     history as history,
+    intervals as intervals,
     load_golden as load_golden,
+    paired_changes as paired_changes,
     record as record,
+    summary as summary,
+    with_intervals as with_intervals,
     write_golden as write_golden,
 )
 from .significance import (

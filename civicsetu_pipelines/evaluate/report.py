@@ -66,6 +66,7 @@ from civicsetu_pipelines.evaluate.report_data import (
     QUESTION_METRICS,
     ROW_FIELDS,
     Question,
+    fmt as _fmt,
     groups,
     jurisdictions,
     label,
@@ -79,7 +80,15 @@ from civicsetu_pipelines.evaluate.report_data import (
     to_number,
     to_question,
     trend_runs,
+    with_interval,
 )
+from civicsetu_pipelines.evaluate.report_sections import (
+    changes_section,
+    ranking_section,
+    splits_section,
+    states_section,
+)
+from civicsetu_pipelines.evaluate.significance import ALPHA
 
 __all__ = [
     "CSV_NAME",
@@ -103,6 +112,7 @@ SECTIONS = (
     ("diversity", "Governing provision moved by diversity"),
     ("ranking", "Hand-set and learned ranking"),
     ("states", "Where the states depart"),
+    ("changes", "What changed"),
     ("hit5", "Hit@5 by jurisdiction and query type"),
     ("refusals", "Refusal correctness"),
     ("means", "Metric means by jurisdiction"),
@@ -187,10 +197,6 @@ def worst_key(row: Mapping[str, Any] | Question) -> tuple[Any, ...]:
 
 # ---------------------------------------------------------------------------------------------
 # The values the page template shows (computed here; the markup is in templates/)
-
-
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return NONE_TEXT if value is None else f"{value:.{digits}f}"
 
 
 @dataclass(frozen=True)
@@ -305,7 +311,16 @@ def _headline(
     headline: Mapping[str, float | None],
     thresholds: Mapping[str, float],
     previous: Mapping[str, Any] | None,
+    previous_rows: Sequence[Mapping[str, Any]] | None = None,
 ) -> _Headline:
+    """The headline table: each figure with its 95% interval, and its change from the previous
+    run marked (▲/▼) only when a paired test on the questions both runs scored puts it
+    outside the noise (p < 0.05); a change inside the noise reads "≈ +0.012"."""
+    from civicsetu_pipelines.evaluate.scoring import intervals, paired_changes
+
+    rows_now = [q.raw for q in questions]
+    ci = intervals(rows_now)
+    moved = paired_changes(previous_rows, rows_now) if previous_rows else {}
     keys = list(HEADLINE) + [k for k in thresholds if k not in HEADLINE]
     failed, missing = [], []
     rows = []
@@ -331,14 +346,19 @@ def _headline(
             change = NONE_TEXT
         else:
             delta = value - prior
+            test = moved.get(key)
+            noise = test is not None and test["p_value"] >= ALPHA
             arrow, kind = (
                 ("▲", "up") if delta > 5e-4 else ("▼", "down") if delta < -5e-4 else ("", "")
             )
-            change, change_kind = (f"{arrow} {delta:+.3f}", kind) if kind else ("±0.000", None)
+            if kind and noise and test is not None:  # inside the noise: no arrow
+                change, change_kind = f"≈ {delta:+.3f} (p = {test['p_value']:.2f})", None
+            else:
+                change, change_kind = (f"{arrow} {delta:+.3f}", kind) if kind else ("±0.000", None)
         rows.append(
             _HeadlineRow(
                 label=label(key),
-                value=_fmt(value, 3),
+                value=with_interval(value, ci.get(f"{key}_ci95")),
                 n=n,
                 threshold="" if threshold is None else f"≥ {threshold:g}",
                 status=status,
@@ -579,6 +599,9 @@ def _page(
     images: Mapping[str, bytes],
     ranking: Mapping[str, Any] | None = None,
     states: Mapping[str, Any] | None = None,
+    changes: Mapping[str, Any] | None = None,
+    previous_rows: Sequence[Mapping[str, Any]] | None = None,
+    identity: Mapping[str, Any] | None = None,
 ) -> str:
     means_head, means_rows = _means(questions)
     template = _templates().get_template(PAGE_TEMPLATE)
@@ -589,7 +612,9 @@ def _page(
         sections=[
             (key, name)
             for key, name in SECTIONS
-            if (key != "ranking" or ranking) and (key != "states" or states)
+            if (key != "ranking" or ranking)
+            and (key != "states" or states)
+            and (key != "changes" or changes is not None)
         ],  # fmt: skip
         heading=dict(SECTIONS),
         counts={
@@ -601,8 +626,9 @@ def _page(
         },
         jurisdictions=jurisdictions(questions),
         pictures={key: _picture(data) for key, data in images.items()},
-        headline=_headline(questions, headline, thresholds, previous),
-        splits=_splits(questions, thresholds),
+        headline=_headline(questions, headline, thresholds, previous, previous_rows),
+        identity=identity,
+        splits=splits_section(questions, thresholds),
         diversity=_diversity(questions),
         refusals=_refusal_rows(questions),
         means_head=means_head,
@@ -615,111 +641,8 @@ def _page(
         csv_name=CSV_NAME,
         ranking=ranking,
         states=states,
+        changes=changes,
     )
-
-
-def _states(states: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The state × matter matrix for the page, each found value linked to its quote."""
-    if not states or not states.get("provisions"):
-        return None
-    rows = list(states["provisions"])
-    jurisdictions = sorted({r["jurisdiction"] for r in rows})
-    matters = list(dict.fromkeys(r["matter"] for r in rows))
-    flagged = {(f.get("jurisdiction"), f.get("matter")) for f in states.get("flag_keys") or []}
-    cells: dict[tuple[str, str], dict[str, Any]] = {}
-    quotes = []
-    for index, r in enumerate(rows):
-        if r.get("value"):
-            anchor = f"quote-{index}"
-            cells[(r["matter"], r["jurisdiction"])] = {
-                "value": r["value"], "anchor": anchor,
-                "flagged": (r["jurisdiction"], r["matter"]) in flagged}  # fmt: skip
-            quotes.append({**r, "anchor": anchor})
-    return {
-        "jurisdictions": jurisdictions,
-        "rows": [
-            (m, [cells.get((m, j), {"anchor": None}) for j in jurisdictions]) for m in matters
-        ],
-        "quotes": quotes,
-        "flags": list(states.get("flags") or []),
-    }
-
-
-def _ranking(ranking: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The learned ranker's table for the page: one row per variant, its columns in order."""
-    if not ranking or not ranking.get("rows"):
-        return None
-    columns: list[str] = []
-    for row in ranking["rows"]:
-        columns += [c for c in row if c not in columns]
-    rows = [[_fmt(r.get(c), 3) if isinstance(r.get(c), float) else str(r.get(c, "—"))
-             for c in columns] for r in ranking["rows"]]  # fmt: skip
-    by_type = ranking.get("by_type") or {}
-    type_columns = sorted({c for cells in by_type.values() for c in cells})
-    return {
-        "promoted": bool(ranking.get("promoted")),
-        "reason": str(ranking.get("reason", "")),
-        "columns": [c.replace("_", " ") for c in columns],
-        "rows": rows,
-        "type_columns": type_columns,
-        "by_type": [
-            (kind, [_fmt(cells.get(c), 3) for c in type_columns]) for kind, cells in by_type.items()
-        ],  # fmt: skip
-        "worst": [
-            (
-                name,
-                [
-                    {
-                        "id": q["id"],
-                        "query": q["query"],
-                        "type": q["type"],
-                        "status": q["status"],
-                        "rr": _fmt(q.get("governing_rr"), 3),
-                        "refusal": "yes" if q["refusal_correct"] else "no",
-                    }
-                    for q in qs
-                ],
-            )
-            for name, qs in (ranking.get("worst") or {}).items()
-        ],  # fmt: skip
-    }
-
-
-SPLIT_METRICS = (
-    "governing_hit_at_1", "governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
-    "plain_answered", "hit_at_5", "mrr", "citation_validity", "refusal_correctness",
-    "diversity_displaced_share", "latency_p95_ms",
-)  # fmt: skip
-SPLIT_KIND_METRICS = ("governing_hit_at_5", "governing_mrr", "refusal_correctness")
-
-
-def _splits(questions: Sequence[Question], thresholds: Mapping[str, float]) -> dict[str, Any]:
-    """The dev and test halves side by side (targets are held on test), overall and per query
-    type; empty when the golden file is not split."""
-    from civicsetu_pipelines.evaluate.scoring import by_kind_and_split, by_split
-
-    rows = [q.raw for q in questions]
-    if not any(r.get("split") for r in rows):
-        return {}
-    halves = by_split(rows)
-    names = [h for h in halves if h != "all"]
-    overall = [
-        (label(metric), [_fmt(halves[h].get(metric), 3) for h in (*names, "all")],
-         _fmt(thresholds.get(metric), 2) if metric in thresholds else "")
-        for metric in SPLIT_METRICS
-    ]  # fmt: skip
-    kinds = [
-        (kind, [_fmt(groups.get(h, {}).get(m), 2) for h in names for m in SPLIT_KIND_METRICS],
-         [int(groups.get(h, {}).get("questions") or 0) for h in names])
-        for kind, groups in by_kind_and_split(rows).items()
-    ]  # fmt: skip
-    return {
-        "names": names,
-        "counts": [int(halves[h].get("questions") or 0) for h in (*names, "all")],
-        "overall": overall,
-        "kind_metrics": [label(m) for m in SPLIT_KIND_METRICS],
-        "kinds": kinds,
-    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -839,6 +762,9 @@ def render_report(
     run_id: str | None = None,
     ranking: Mapping[str, Any] | None = None,
     states: Mapping[str, Any] | None = None,
+    changes: Sequence[Mapping[str, Any]] | None = None,
+    previous_rows: Sequence[Mapping[str, Any]] | None = None,
+    identity: Mapping[str, Any] | None = None,
 ) -> ReportFiles:
     """Write ``report.html``, ``per_question.csv`` and ``summary.png`` into ``out_dir``.
 
@@ -852,7 +778,11 @@ def render_report(
     ranker's verdict and variants (``promoted``, ``reason``, ``rows`` of mappings), shown beside
     the hand-set ranking when given. ``states``: what each jurisdiction's rules fix per matter
     (``provisions``: mappings of jurisdiction, matter name, value, quote, label, page;
-    ``flags``: messages), as a matrix linking each value to its quote. ``thresholds``: minimum
+    ``flags``: messages), as a matrix linking each value to its quote. ``changes``: recent
+    recorded changes, newest first (rows of ``store_changes``: ``read_changes``), shown as
+    "What changed" when given. ``previous_rows``: the previous run's per-question rows, so a
+    change is marked only outside the noise (a paired test); ``identity``: what this run was
+    measured on (the evaluation's identity), shown under the headline. ``thresholds``: minimum
     values
     (e.g. ``{"hit_at_5": 0.9}``) shown as pass/fail and as lines on the plots.
     """
@@ -886,9 +816,12 @@ def render_report(
         thresholds=thresholds,
         runs=len(runs),
         previous=previous,
+        previous_rows=previous_rows,
+        identity=identity,
         images=images,
-        ranking=_ranking(ranking),
-        states=_states(states),
+        ranking=ranking_section(ranking),
+        states=states_section(states),
+        changes=changes_section(changes),
     )
     summary = plots.summary_png(questions, headline, thresholds, title)
     paths = ReportFiles(

@@ -258,3 +258,15 @@ def trend_runs(
     if current is None:
         runs.append(Run("this run", {k: to_number(headline.get(k)) for k in HEADLINE}, True))
     return runs[-MAX_TREND_RUNS:], previous
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """A figure as the report prints it (NONE_TEXT where it was not computed)."""
+    return NONE_TEXT if value is None else f"{value:.{digits}f}"
+
+
+def with_interval(value: float | None, ci: Sequence[float] | None, digits: int = 3) -> str:
+    """A figure with its 95% interval: ``0.787 [0.71, 0.86]``."""
+    if value is None:
+        return NONE_TEXT
+    return fmt(value, digits) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")

@@ -29,6 +29,7 @@ from pydantic import (
 
 from civicsetu_pipelines.answer import LLMSettings, QueryEngine, QuestionError, quote_in
 from civicsetu_pipelines.base import DATA_DIR
+from civicsetu_pipelines.evaluate.identity import EvalIdentity
 from civicsetu_pipelines.evaluate.metrics import (
     DIVERSITY_K,
     GOVERNING_KS,
@@ -41,6 +42,8 @@ from civicsetu_pipelines.evaluate.metrics import (
     refusal_correct,
     retrieval_scores,
 )
+from civicsetu_pipelines.evaluate.significance import bootstrap_ci, paired_test
+from civicsetu_pipelines.store import Change, record_changes
 
 GOLDEN_JSONL = DATA_DIR / "golden.jsonl"
 QUERY_TYPES = ("fact_lookup", "cross_reference", "penalty_lookup", "temporal", "comparison",
@@ -80,6 +83,9 @@ class GoldenQuestion(BaseModel):
     expect_refusal: bool
     split: Literal["dev", "test"] | None = None  # None: a user's file, not split
     phrasing: Literal["legal", "plain"] = "legal"  # legal vocabulary, or a buyer's own words
+    # where the governing provision's answering words are printed, checked against the PDF when
+    # the question was written ({"GUJARAT:Rule 16": "gujarat_general_rules_2017 p. 7"})
+    source_page: dict[str, str | int] = Field(default_factory=dict)
 
     @field_validator("query_type")
     @classmethod
@@ -319,6 +325,7 @@ def evaluate(
             "retrieved": list(dict.fromkeys(j.retrieved)),
             "expected": list(item.expected_sections),
             "governing": list(item.governing),
+            "cited": cited_units(result["citations"]),
             "answer": result["answer"],
         }
         row["hit_at_1"] = scores.get("hit@1")
@@ -351,20 +358,60 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return round(sum(present) / len(present), 4) if present else None
 
 
-def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
-    """Means over the questions each metric applies to (retrieval metrics: questions with
-    expected sections; citation validity: answers with citations; refusal correctness: all)."""
-    out: dict[str, float | None] = {
-        metric: _mean(r.get(metric) for r in rows) for metric in ROW_METRICS
-    }
+def _keyed(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[str, float]]]:
+    """Each headline metric's (question, value) pairs over the questions it applies to
+    (retrieval metrics: questions with expected sections; citation validity: answers with
+    citations; refusal correctness: all; the plain-language ones: the plain questions)."""
+
+    ids = {id(r): str(r.get("question_id", f"#{i}")) for i, r in enumerate(rows)}
+
+    def pairs(metric: str, among: Iterable[Mapping[str, Any]]) -> list[tuple[str, float]]:
+        return [(ids[id(r)], float(v)) for r in among if (v := r.get(metric)) is not None]
+
+    out = {metric: pairs(metric, rows) for metric in ROW_METRICS}
     out["mrr"] = out.pop("reciprocal_rank")
     out["governing_mrr"] = out.pop("governing_rr")
-    out["refusal_correctness"] = _mean(1.0 if r["refusal_correct"] else 0.0 for r in rows)
+    out["refusal_correctness"] = [(ids[id(r)], 1.0 if r["refusal_correct"] else 0.0) for r in rows]
     plain = [r for r in rows if r.get("phrasing") == "plain"]
-    out["plain_governing_hit_at_3"] = _mean(r.get("governing_hit_at_3") for r in plain)
-    out["plain_answered"] = _mean(
-        1.0 if r.get("status") == "answered" else 0.0 for r in plain if not r["expect_refusal"]
-    )
+    out["plain_governing_hit_at_3"] = pairs("governing_hit_at_3", plain)
+    out["plain_answered"] = [
+        (ids[id(r)], 1.0 if r.get("status") == "answered" else 0.0)
+        for r in plain
+        if not r["expect_refusal"]
+    ]
+    return out
+
+
+def per_question(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """Each headline metric's per-question values (:func:`_keyed`): what its mean
+    (:func:`headline`) and its interval (:func:`intervals`) are taken over."""
+    return {metric: [v for _, v in pairs] for metric, pairs in _keyed(rows).items()}
+
+
+def paired_changes(
+    before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each headline metric's change from run ``before`` to run ``after`` on the questions both
+    scored, as a paired test (:func:`~civicsetu_pipelines.evaluate.significance.paired_test`):
+    the difference, its interval and p-value. A change is one when ``p_value`` < ALPHA; the
+    rest is noise."""
+    earlier, later = _keyed(before), _keyed(after)
+    out: dict[str, dict[str, Any]] = {}
+    for metric, pairs in later.items():
+        old = dict(earlier.get(metric, []))
+        matched = [(old[q], v) for q, v in pairs if q in old]
+        if matched:
+            test = paired_test([a for a, _ in matched], [b for _, b in matched])
+            out[metric] = test.as_dict()
+    return out
+
+
+def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Means over the questions each metric applies to (:func:`per_question`), the latency
+    percentiles, the diversity figure and the number of questions."""
+    out: dict[str, float | None] = {
+        metric: _mean(values) for metric, values in per_question(rows).items()
+    }
     latencies = sorted(float(r["latency_ms"]) for r in rows)
     out["latency_p50_ms"] = round(latencies[len(latencies) // 2], 1) if latencies else None
     out["latency_p95_ms"] = (
@@ -377,6 +424,59 @@ def headline(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
     out["diversity_displaced_share"] = displaced["share"]
     out["questions"] = float(len(rows))
     return out
+
+
+def intervals(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float] | None]:
+    """``<metric>_ci95``: the 95% bootstrap interval over questions of each headline metric's
+    mean (seeded: the same rows give the same interval), None where no question has it."""
+    out: dict[str, list[float] | None] = {}
+    for metric, values in per_question(rows).items():
+        ci = bootstrap_ci(values)
+        out[f"{metric}_ci95"] = list(ci) if ci is not None else None
+    return out
+
+
+def with_intervals(
+    figures: Mapping[str, float | None], rows: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``figures`` (a headline) with each metric's ``_ci95`` beside it."""
+    ci = intervals(rows)
+    out: dict[str, Any] = {}
+    for metric, value in figures.items():
+        out[metric] = value
+        if f"{metric}_ci95" in ci:
+            out[f"{metric}_ci95"] = ci[f"{metric}_ci95"]
+    return out
+
+
+def summary(
+    result: EvalResult,
+    *,
+    identity: EvalIdentity,
+    model_id: str,
+    evidence_distances: Mapping[str, float],
+) -> dict[str, Any]:
+    """What one evaluation found, without its per-question rows: the identity it was measured
+    on, the headline and each half's with their intervals, per query type, and the diversity
+    figure. ``civicsetu eval --json`` prints it (with the rows); the evaluation job writes it
+    to ``<state>/reports/eval/summary.json``: equal identities give equal figures (all but the
+    run id and the latencies, which are the machine's)."""
+    halves = {half: [r for r in result.rows if r.get("split") == half] for half in SPLITS}
+    splits = by_split(result.rows)
+    return {
+        "run_id": result.run_id,
+        "identity": identity.as_dict(),
+        "k": result.k,
+        "model_id": model_id,
+        "evidence_distances": dict(evidence_distances),
+        "headline": with_intervals(result.headline, result.rows),
+        "by_split": {
+            name: with_intervals(figures, halves.get(name) or result.rows)
+            for name, figures in splits.items()
+        },  # fmt: skip
+        "by_query_type": by_kind_and_split(result.rows),
+        "diversity_displaced": diversity_displaced(result.rows),
+    }
 
 
 def diversity_displaced(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -428,14 +528,74 @@ def by_kind_and_split(
 
 
 # ---------------------------------------------------------------------------------------------
-# History in Postgres (sql/0006_evaluation.sql, 0007, 0015)
+# History in Postgres (sql/0006_evaluation.sql, 0007, 0015, 0016)
 
 _QUESTION_COLUMNS = (
     "question_id", "jurisdiction", "query_type", "split", "phrasing", "query", "status",
     "refusal_reason", "expect_refusal", "refusal_correct", *ROW_METRICS, "latency_ms",
-    "retrieved", "expected", "governing", "governing_placement",
+    "retrieved", "expected", "governing", "governing_placement", "cited",
 )  # fmt: skip
-_JSON_COLUMNS = frozenset({"retrieved", "expected", "governing", "governing_placement"})
+_JSON_COLUMNS = frozenset({"retrieved", "expected", "governing", "governing_placement", "cited"})
+
+
+def cited_units(citations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
+    """The units an answer cites, once each, in order: ``{"unit": "J:Section label",
+    "chunk_id": ...}`` (the chunk id tells one point in time of a unit from another)."""
+    seen = dict.fromkeys(
+        (f"{c.get('jurisdiction')}:{c.get('section')}", str(c.get("chunk_id"))) for c in citations
+    )
+    return [{"unit": unit, "chunk_id": chunk} for unit, chunk in seen]
+
+
+def _governing_cited(row: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The citations of a question's answer to the units that govern it (its expected units
+    when the golden row names none governing), sorted."""
+    governing = set(row.get("governing") or ()) or set(row.get("expected") or ())
+    cited = [c for c in row.get("cited") or () if c.get("unit") in governing]
+    return sorted(cited, key=lambda c: (c["unit"], c["chunk_id"]))
+
+
+def citation_changes(
+    scope: str,
+    previous: Mapping[str, Sequence[Mapping[str, Any]]],
+    rows: Sequence[Mapping[str, Any]],
+) -> list[Change]:
+    """The golden questions whose governing citations changed since their previous run
+    (``previous``: each question's cited units then): a unit no longer cited, newly cited, or
+    cited at another point in time (another chunk id, e.g. after an amendment)."""
+    out = []
+    for row in rows:
+        qid = str(row["question_id"])
+        if qid not in previous or row.get("cited") is None:
+            continue
+        before = _governing_cited({**row, "cited": previous[qid]})
+        after = _governing_cited(row)
+        if before == after:
+            continue
+        pairs = {(c["unit"], c["chunk_id"]) for c in before} ^ {
+            (c["unit"], c["chunk_id"]) for c in after
+        }
+        units = sorted({unit for unit, _ in pairs})
+        out.append(Change(
+            "citation", str(row.get("jurisdiction") or scope), None, ", ".join(units),
+            detail={"question_id": qid, "query": row.get("query"), "before": before,
+                    "after": after},
+        ))  # fmt: skip
+    return out
+
+
+def _previous_cited(
+    cur: psycopg.Cursor[Any], scope: str, run_id: str, questions: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """Each question's cited units in its latest earlier run of ``scope`` that recorded them."""
+    cur.execute(
+        "SELECT DISTINCT ON (q.question_id) q.question_id, q.cited FROM eval_questions q "
+        "JOIN eval_runs r USING (run_id) WHERE r.scope = %s AND r.run_id <> %s "
+        "AND q.question_id = ANY(%s) AND q.cited IS NOT NULL "
+        "ORDER BY q.question_id, r.started_at DESC",
+        (scope, run_id, list(questions)),
+    )
+    return {str(qid): list(cited) for qid, cited in cur.fetchall()}
 
 
 def record(
@@ -449,8 +609,12 @@ def record(
     dagster_run_id: str | None = None,
     model_id: str | None = None,
 ) -> None:
-    """One row per run and one per question, in one transaction (history accumulates)."""
+    """One row per run and one per question, in one transaction (history accumulates); the
+    golden questions whose governing citations changed since their previous run of ``scope``
+    (:func:`citation_changes`) are recorded as this run's changes (``store_changes``)."""
     with conn.transaction(), conn.cursor() as cur:
+        previous = _previous_cited(cur, scope, result.run_id,
+                                   [str(r["question_id"]) for r in result.rows])  # fmt: skip
         cur.execute(
             "INSERT INTO eval_runs (run_id, started_at, scope, source, golden_file, "
             "golden_sha256, k, questions, model_id, dagster_run_id, metrics) "
@@ -465,13 +629,14 @@ def record(
                 (
                     result.run_id,
                     *(
-                        Jsonb(r[c]) if c in _JSON_COLUMNS and r[c] is not None else r[c]
+                        Jsonb(r.get(c)) if c in _JSON_COLUMNS and r.get(c) is not None else r.get(c)
                         for c in _QUESTION_COLUMNS
                     ),
                 )
                 for r in result.rows
             ],  # fmt: skip
         )
+        record_changes(cur, result.run_id, citation_changes(scope, previous, result.rows))
 
 
 def history(

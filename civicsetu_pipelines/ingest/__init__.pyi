@@ -1,5 +1,19 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .akn import (
+    AknError as AknError,
+    assign_eids as assign_eids,
+    chapter_eid as chapter_eid,
+    eid_element as eid_element,
+    expression_day as expression_day,
+    expression_uri as expression_uri,
+    language_of as language_of,
+    parent_eids as parent_eids,
+    parse_uri as parse_uri,
+    same_work as same_work,
+    unit_eid as unit_eid,
+    work_uri as work_uri,
+)
 from .amendments import (
     Instrument as Instrument,
     PartitionAmendments as PartitionAmendments,

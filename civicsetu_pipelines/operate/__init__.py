@@ -9,6 +9,8 @@ Modules, in the order they build on each other:
 * ``runs`` -- runs per jurisdiction, jobs and backfills through the instance
 * ``retirement`` -- documents taken out of the registry, retired outside a run (no Dagster)
 * ``gazette_watch`` -- snapshots of mirrors, registries and sources for the change sensor
+* ``sources`` -- listing pages and drop folders watched for new PDFs, registered as data (no
+  Dagster: one tick of ``civicsetu watch`` and of the sensor)
 * ``services`` -- services this process starts (``dagster dev``), stopped together on any signal
 * ``broker`` -- the Celery broker: a configured URL or the embedded Redis
 * ``workers`` -- Celery workers for ``--executor celery`` runs, supervised and stopped together

@@ -42,6 +42,21 @@ from .services import (
     run_until_stopped as run_until_stopped,
     session_processes as session_processes,
 )
+from .sources import (
+    Pending as Pending,
+    Source as Source,
+    SourceError as SourceError,
+    WatchLimits as WatchLimits,
+    WatchTick as WatchTick,
+    accept_pending as accept_pending,
+    add_source as add_source,
+    load_pending as load_pending,
+    load_sources as load_sources,
+    reject_pending as reject_pending,
+    remove_source as remove_source,
+    source_summaries as source_summaries,
+    watch_once as watch_once,
+)
 from .workers import (
     WorkerRecord as WorkerRecord,
     celery_remote as celery_remote,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from civicsetu_pipelines.base import DATA_DIR, SetAside, contained, read_data_entries
 from civicsetu_pipelines.graph import Matter, top_section
 from civicsetu_pipelines.provisions.values import READERS, Value, sentence_at
+from civicsetu_pipelines.store import Change, record_changes
 
 MATTERS_YAML = DATA_DIR / "matters.yaml"
 
@@ -345,17 +346,66 @@ FIELDS = ("jurisdiction", "matter", "status", "value", "number", "unit", "quote"
 
 
 def replace_provisions(
-    conn: psycopg.Connection[Any], jurisdiction: str, provisions: Sequence[Provision]
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    provisions: Sequence[Provision],
+    *,
+    run_id: str | None = None,
 ) -> int:
-    """Replace a jurisdiction's provisions in one transaction."""
+    """Replace a jurisdiction's provisions in one transaction; with ``run_id``, the values that
+    moved since the previous run (:func:`provision_changes`) are recorded as its changes
+    (``store_changes``), in the same transaction."""
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute("DELETE FROM state_provisions WHERE jurisdiction = %s", (jurisdiction,))
+        cur.execute(
+            f"DELETE FROM state_provisions WHERE jurisdiction = %s RETURNING {', '.join(FIELDS)}",
+            (jurisdiction,),
+        )
+        before = [Provision(*row) for row in cur.fetchall()]
         cur.executemany(
             f"INSERT INTO state_provisions ({', '.join(FIELDS)}) "
             f"VALUES ({', '.join(['%s'] * len(FIELDS))})",
             [tuple(asdict(p)[f] for f in FIELDS) for p in provisions],
         )
+        moved = provision_changes(jurisdiction, before, provisions) if run_id else []
+        if run_id and moved:
+            cur.execute(
+                "SELECT chunk_id::text, amendment ->> 'by' FROM legal_chunks WHERE "
+                "chunk_id::text = ANY(%s) AND status = 'current' AND amendment ? 'by'",
+                ([c.chunk_id for c in moved if c.chunk_id],),
+            )
+            by = {str(cid): str(instrument) for cid, instrument in cur.fetchall()}
+            record_changes(cur, run_id, [replace(c, instrument=by.get(str(c.chunk_id)))
+                                         for c in moved])  # fmt: skip
     return len(provisions)
+
+
+def provision_changes(
+    jurisdiction: str, before: Sequence[Provision], after: Sequence[Provision]
+) -> list[Change]:
+    """The matters whose value (or status) moved between two runs of ``jurisdiction``: none on
+    its first run (nothing stored before), where a reading is no move."""
+    if not before:
+        return []
+    old = {p.matter: p for p in before}
+    new = {p.matter: p for p in after}
+    out = []
+    for matter in sorted(set(old) | set(new)):
+        was, now = old.get(matter), new.get(matter)
+        if (was and (was.status, was.value)) == (now and (now.status, now.value)):
+            continue
+        here = now if now and now.status != "not_found" else was
+        out.append(Change(
+            "provision", jurisdiction, here.document_key if here else None,
+            here.label if here else None, now.chunk_id if now else None,
+            detail={"matter": matter, "old_value": was.value if was else None,
+                    "new_value": now.value if now else None,
+                    "old_status": was.status if was else None,
+                    "new_status": now.status if now else None,
+                    "old_label": was.label if was else None,
+                    "old_quote": was.quote if was else None,
+                    "new_quote": now.quote if now else None},
+        ))  # fmt: skip
+    return out
 
 
 def drop_document_provisions(

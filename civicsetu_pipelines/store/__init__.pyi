@@ -1,5 +1,19 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .akn import (
+    AknDocument as AknDocument,
+    Resolved as Resolved,
+    akn_documents as akn_documents,
+    akn_texts as akn_texts,
+    document_xml as document_xml,
+    export_document as export_document,
+    expression_dates as expression_dates,
+    fill_eids as fill_eids,
+    resolve_uri as resolve_uri,
+    rows_on as rows_on,
+    unit_texts as unit_texts,
+    validate_akn as validate_akn,
+)
 from .catalog import (
     build_catalog_rows as build_catalog_rows,
     forget_documents as forget_documents,
@@ -8,6 +22,15 @@ from .catalog import (
     record_set_asides as record_set_asides,
     replace_jurisdiction as replace_jurisdiction,
     store_pages as store_pages,
+)
+from .changes import (
+    CHANGE_KINDS as CHANGE_KINDS,
+    Change as Change,
+    change_detail as change_detail,
+    change_hashes as change_hashes,
+    read_changes as read_changes,
+    record_changes as record_changes,
+    unexplained as unexplained,
 )
 from .database import (
     DAGSTER_DATABASE as DAGSTER_DATABASE,
@@ -56,6 +79,7 @@ from .legal_chunks import (
     row_sha256 as row_sha256,
     rows_without_vectors as rows_without_vectors,
     scope_rows as scope_rows,
+    served_fingerprint as served_fingerprint,
     served_on as served_on,
     set_vectors as set_vectors,
     store_setting as store_setting,

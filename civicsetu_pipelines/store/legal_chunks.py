@@ -20,7 +20,10 @@ back, and two loads of one jurisdiction run one after the other. Within it:
 * documents no longer in the registry are retired the same way (never left current; their
   scheduled rows never start): :func:`retire_documents` does the same outside a load (``civicsetu
   documents remove``);
-* documents that failed this run are not touched: their previous data stays served.
+* documents that failed this run are not touched: their previous data stays served;
+* what changed in the jurisdiction's current units (added, changed with the amending
+  instrument if any, ended) is recorded in ``store_changes`` (:mod:`.changes`), in the same
+  transaction: a failed load records nothing.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -37,6 +41,8 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
+from civicsetu_pipelines.ingest import assign_eids
+from civicsetu_pipelines.store.changes import Change, record_unit_changes, snapshot
 from civicsetu_pipelines.store.database import StoreNotReady
 
 HNSW_INDEX = "legal_chunks_embedding_hnsw"
@@ -51,6 +57,7 @@ STAGE_FIELDS = (
     "in_force_from",  # a unit in force later than its document (a commencement notification)
     "in_force_to",  # a unit an amending or repealing instrument ended, from that day
     "amendment",  # a point in time an amending instrument made: its evidence (JSON)
+    "eid",  # the unit's Akoma Ntoso eId (ingest.akn.assign_eids, at load)
 )  # fmt: skip
 
 
@@ -76,6 +83,12 @@ class LoadStats:
     superseded: int = 0
     new_versions: list[str] = field(default_factory=list)
     retired_documents: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)  # recorded in store_changes
+
+
+def _run_id() -> str:
+    """The run id of a load or retirement made outside a Dagster run."""
+    return f"local-{uuid.uuid4().hex}"
 
 
 def row_sha256(chunk: dict[str, Any]) -> str:
@@ -225,7 +238,7 @@ CREATE TEMP TABLE stage_chunks (
     text text, page_start integer, page_end integer, char_start integer, char_end integer,
     parent_id uuid, ordinal integer, level integer, flags jsonb, row_sha256 text,
     content_sha256 text, model_id text, embedding vector, embedding_windows integer,
-    in_force_from date, in_force_to date, amendment jsonb
+    in_force_from date, in_force_to date, amendment jsonb, eid text
 ) ON COMMIT DROP
 """
 
@@ -234,7 +247,7 @@ INSERT INTO legal_chunks (
     chunk_id, document_key, jurisdiction, doc_type, unit, number, legal_path, label,
     section_label, title, chapter, text, page_start, page_end, char_start, char_end, parent_id,
     ordinal, level, flags, row_sha256, content_sha256, model_id, embedding, embedding_windows,
-    version_id, status, valid_from, valid_to, amendment
+    version_id, status, valid_from, valid_to, amendment, eid
 )
 SELECT chunk_id, document_key, jurisdiction, doc_type, unit, number, legal_path, label,
        section_label, title, chapter, text, page_start, page_end, char_start, char_end,
@@ -244,7 +257,7 @@ SELECT chunk_id, document_key, jurisdiction, doc_type, unit, number, legal_path,
             WHEN amendment IS NOT NULL AND in_force_from > %(today)s::date THEN 'scheduled'
             ELSE 'current' END,
        GREATEST(%(valid_from)s::date, COALESCE(in_force_from, %(valid_from)s::date)),
-       in_force_to, amendment
+       in_force_to, amendment, eid
 FROM stage_chunks WHERE document_key = %(document_key)s
 ON CONFLICT (chunk_id, version_id) DO UPDATE SET
     doc_type = EXCLUDED.doc_type, unit = EXCLUDED.unit, number = EXCLUDED.number,
@@ -258,11 +271,11 @@ ON CONFLICT (chunk_id, version_id) DO UPDATE SET
     model_id = EXCLUDED.model_id, embedding = EXCLUDED.embedding,
     embedding_windows = EXCLUDED.embedding_windows, status = EXCLUDED.status,
     valid_to = EXCLUDED.valid_to, valid_from = EXCLUDED.valid_from,
-    amendment = EXCLUDED.amendment, updated_at = now()
+    amendment = EXCLUDED.amendment, eid = EXCLUDED.eid, updated_at = now()
 WHERE (legal_chunks.row_sha256, legal_chunks.model_id, legal_chunks.status,
-       legal_chunks.valid_from, legal_chunks.valid_to, legal_chunks.amendment)
+       legal_chunks.valid_from, legal_chunks.valid_to, legal_chunks.amendment, legal_chunks.eid)
       IS DISTINCT FROM (EXCLUDED.row_sha256, EXCLUDED.model_id, EXCLUDED.status,
-                        EXCLUDED.valid_from, EXCLUDED.valid_to, EXCLUDED.amendment)
+                        EXCLUDED.valid_from, EXCLUDED.valid_to, EXCLUDED.amendment, EXCLUDED.eid)
 RETURNING (xmax = 0) AS inserted
 """
 
@@ -303,8 +316,11 @@ def load_partition(
     documents: Sequence[DocumentVersionInput],
     chunks: Sequence[dict[str, Any]],
     today: dt.date | None = None,
+    run_id: str | None = None,
 ) -> LoadStats:
-    """Load one jurisdiction's chunks (see the module docstring for the rules)."""
+    """Load one jurisdiction's chunks (see the module docstring for the rules); what changed in
+    its current units is recorded as run ``run_id``'s (``store_changes``, in the same
+    transaction) and listed in ``stats.changes``."""
     today = today or dt.date.today()
     stats = LoadStats(jurisdiction)
     loaded_keys = {d.document_key for d in documents}
@@ -314,7 +330,8 @@ def load_partition(
     prepare(conn)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
-        _stage(cur, chunks)
+        before = snapshot(cur, jurisdiction)
+        _stage(cur, assign_eids(chunks))
         for doc in documents:
             version_id, valid_from = _version_for(cur, jurisdiction, doc, today, stats)
             cur.execute(_UPSERT, {"version_id": version_id, "valid_from": valid_from,
@@ -338,6 +355,7 @@ def load_partition(
         for key, rows in _retire_absent(cur, jurisdiction, registry_keys, None, today).items():
             stats.superseded += rows
             stats.retired_documents.append(key)
+        stats.changes = record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
         _set_setting(cur, f"loaded:{jurisdiction}", dt.datetime.now(dt.UTC).isoformat())
     return stats
 
@@ -384,15 +402,20 @@ def retire_documents(
     keep: Sequence[str] = (),
     only: Sequence[str] | None = None,
     today: dt.date | None = None,
+    run_id: str | None = None,
 ) -> dict[str, int]:
     """Retire, outside a load, the documents of ``jurisdiction`` no longer registered (not in
     ``keep``; of ``only``, when given), as :func:`load_partition` retires them, under the same
     advisory lock: the next load of the jurisdiction finds nothing more to retire. Returns the
-    rows ended, by document key (a document without a current version is not named)."""
+    rows ended, by document key (a document without a current version is not named). The units
+    it ended are recorded as run ``run_id``'s changes (``store_changes``)."""
     today = today or dt.date.today()
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
-        return _retire_absent(cur, jurisdiction, keep, only, today)
+        before = snapshot(cur, jurisdiction)
+        retired = _retire_absent(cur, jurisdiction, keep, only, today)
+        record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
+        return retired
 
 
 def jurisdictions_served(conn: psycopg.Connection[Any]) -> list[str]:
@@ -687,3 +710,19 @@ def store_stats(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
             }
             for row in cur.fetchall()
         ]
+
+
+def served_fingerprint(conn: psycopg.Connection[Any]) -> tuple[str, int, int]:
+    """What the store serves now, as one sha256 over every current row (its document, version,
+    unit id and content sha256, in a fixed order), with the number of documents and of rows: an
+    evaluation's identity (equal fingerprints: the same rows were answered from)."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT encode(sha256(convert_to(coalesce(string_agg(document_key || ':' || "
+            "version_id::text || ':' || chunk_id::text || ':' || content_sha256, ',' "
+            "ORDER BY document_key, version_id, chunk_id), ''), 'UTF8')), 'hex'), "
+            "count(DISTINCT document_key), count(*) FROM legal_chunks WHERE status = 'current'"
+        )
+        row = cur.fetchone()
+    assert row is not None
+    return str(row[0]), int(row[1]), int(row[2])

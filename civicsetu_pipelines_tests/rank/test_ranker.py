@@ -145,7 +145,7 @@ def test_a_blend_is_the_hand_set_score_plus_a_learned_correction() -> None:
 
 def _rows(rrs: list[float], refusals: list[bool] | None = None) -> list[dict[str, Any]]:
     refusals = refusals or [True] * len(rrs)
-    return [{"id": f"q{i}", "governing_rr": rr, "refusal_correct": ok}
+    return [{"question_id": f"q{i}", "governing_rr": rr, "refusal_correct": ok}
             for i, (rr, ok) in enumerate(zip(rrs, refusals, strict=True))]  # fmt: skip
 
 

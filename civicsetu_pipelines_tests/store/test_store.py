@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import dagster as dg
 import numpy as np
 import pymupdf
 import pytest
@@ -344,7 +345,9 @@ def test_rematerialization_is_idempotent(small_store: StoreEnv) -> None:
         ev for ev in second.get_asset_check_evaluations()
         if ev.asset_key.to_user_string() == "legal_chunks"
     ]  # fmt: skip
-    assert len(store_checks) == 7 and all(ev.passed for ev in store_checks)
+    assert len(store_checks) == 8 and all(ev.passed for ev in store_checks)
+    # nothing changed, so nothing is recorded (issue 37: what changed, recorded)
+    assert (loaded["units_added"], loaded["units_changed"], loaded["units_ended"]) == (0, 0, 0)
 
 
 def test_changed_pdf_makes_a_new_version(small_store: StoreEnv) -> None:
@@ -362,7 +365,14 @@ def test_changed_pdf_makes_a_new_version(small_store: StoreEnv) -> None:
     env.write_registry([small_entry(env, effective)])
     second = env.run_store("GUJARAT")
     assert second.success
-    assert failed_checks(second, "legal_chunks") == []
+    # the re-issued gazette changed a unit's words with no instrument to explain it: the load
+    # records it (issue 37) and changes_explained warns, naming the unit (the other checks pass)
+    assert failed_checks(second, "legal_chunks") == ["changes_explained"]
+    (warning,) = [ev for ev in second.get_asset_check_evaluations()
+                  if ev.check_name == "changes_explained"]  # fmt: skip
+    assert warning.severity == dg.AssetCheckSeverity.WARN
+    (silent,) = warning.metadata["units"].value  # type: ignore[misc]
+    assert silent["document"] == SMALL_KEY and str(silent["unit"]).startswith("Rule 4")
     new_chunks = env.frame("section_chunks", "GUJARAT")
     assert new_chunks["chunk_id"].tolist() == old_chunks["chunk_id"].tolist()
 
@@ -374,6 +384,7 @@ def test_changed_pdf_makes_a_new_version(small_store: StoreEnv) -> None:
     assert env.metadata(second, "chunk_embeddings")["embedded_now"] == len(changed)
     loaded = env.metadata(second, "legal_chunks")
     assert loaded["new_versions"] == [SMALL_KEY]
+    assert (loaded["units_added"], loaded["units_changed"], loaded["units_ended"]) == (0, 1, 0)
     assert loaded["inserted"] == len(new_chunks)
     assert loaded["superseded"] == len(old_chunks)
 
@@ -653,6 +664,7 @@ def test_past_versions_stay_searchable_after_a_model_switch(store_db: str) -> No
 
 _LOADER = """
 import datetime as dt, json, sys
+import dagster as dg
 import numpy as np
 from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines.store.legal_chunks import DocumentVersionInput, load_partition

@@ -114,7 +114,7 @@ def learned_ranker(
     ranker_dir = Settings.from_env().ranker_dir
     pairs_path = ranker_dir / PAIRS_FILE
     queries = _read_pairs(pairs_path)
-    golden = load_golden()
+    golden = load_golden(Settings.from_env().golden_path)
     dev_half = [g for g in golden if g.split == "dev"]
     settings = answering.settings()
     with (

