@@ -18,7 +18,13 @@ from civicsetu_pipelines.answer import (
 from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.resources import AnswerResource, EmbeddingResource, PostgresResource
-from civicsetu_pipelines.evaluate import by_kind_and_split, by_split, evaluate, load_golden
+from civicsetu_pipelines.evaluate import (
+    by_kind_and_split,
+    by_split,
+    evaluate,
+    golden_sha256,
+    load_golden,
+)
 from civicsetu_pipelines.rank import (
     BLENDS,
     REPORTED_METRICS,
@@ -34,6 +40,7 @@ from civicsetu_pipelines.rank import (
     promotion,
     version_of,
 )
+from civicsetu_pipelines.store import served_fingerprint
 
 PAIRS_FILE = "training_pairs.jsonl"
 REPORT_FILE = "report.json"  # the last verdict and variants, for the analyst report
@@ -72,14 +79,6 @@ def training_pairs(context: dg.AssetExecutionContext, postgres: PostgresResource
 def _read_pairs(path: Any) -> list[TrainingQuery]:
     lines = path.read_text().splitlines()
     return [TrainingQuery.from_row(json.loads(line)) for line in lines if line.strip()]
-
-
-def _store_fingerprint(conn: Any) -> str:
-    row = conn.execute(
-        "SELECT md5(string_agg(chunk_id::text || content_sha256, ',' ORDER BY chunk_id)) "
-        "FROM legal_chunks WHERE status = 'current'"
-    ).fetchone()
-    return str(row[0])
 
 
 @dg.asset(
@@ -121,8 +120,10 @@ def learned_ranker(
         QueryEngine(postgres.url(), embedder.query_embedder(), settings) as engine,
         postgres.connect() as conn,
     ):
+        # the golden file too: the variant is chosen on its dev half
         version = version_of(hashlib.sha256(pairs_path.read_bytes()).hexdigest(),
-                             _store_fingerprint(conn), VARIANTS, SEED)  # fmt: skip
+                             served_fingerprint(conn)[0], VARIANTS, SEED,
+                             golden_sha256(Settings.from_env().golden_path))  # fmt: skip
         saved = ranker_dir / f"ranker-{version}.json"
 
         def dev_scores(ranker: Any) -> dict[str, float]:
