@@ -286,8 +286,8 @@ def latency_png(questions: Sequence[Question]) -> bytes:
 
 
 def trend_png(runs: Sequence[Run], thresholds: Mapping[str, float]) -> bytes:
-    """One line per headline metric across ``runs`` (oldest left), this run as a red point and
-    the threshold dashed."""
+    """One line per headline metric across ``runs`` (oldest left), each run's 95% interval as a
+    band around it where known, this run as a red point and the threshold dashed."""
     fig = Figure(figsize=(12.0, 5.6), dpi=DPI, layout="constrained")
     axes = fig.subplots(2, 3, squeeze=False, sharex=True)
     xs = np.arange(len(runs))
@@ -296,6 +296,11 @@ def trend_png(runs: Sequence[Run], thresholds: Mapping[str, float]) -> bytes:
     for index, metric in enumerate(HEADLINE):
         ax = axes[index // 3][index % 3]
         ys = np.array([np.nan if r.metrics[metric] is None else r.metrics[metric] for r in runs])
+        bands = [r.intervals.get(f"{metric}_ci95") for r in runs]
+        if any(bands):  # each run's 95% interval over its questions: the noise around the line
+            low = np.array([b[0] if b else np.nan for b in bands], dtype=float)
+            high = np.array([b[1] if b else np.nan for b in bands], dtype=float)
+            ax.fill_between(xs, low, high, color="#a8dadc", alpha=0.45, linewidth=0)
         ax.plot(xs, ys, color="#1d3557", linewidth=1.6, marker="o", markersize=4.5)
         for i, run in enumerate(runs):
             if run.current and not np.isnan(ys[i]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -90,6 +90,8 @@ class Run:
     label: str
     metrics: dict[str, float | None]
     current: bool
+    # each metric's 95% interval over the run's questions ("<metric>_ci95"), when known
+    intervals: dict[str, Sequence[float] | None] = field(default_factory=dict)
 
 
 def to_number(value: Any) -> float | None:
@@ -252,6 +254,7 @@ def trend_runs(
             f"{_when(e.get('started_at'))}\n{(to_text(e.get('run_id')) or '?')[:8]}",
             {k: to_number((e.get("metrics") or {}).get(k)) for k in HEADLINE},
             index == current,
+            dict(e.get("intervals") or {}),
         )
         for index, e in enumerate(entries)
     ]

@@ -643,3 +643,19 @@ def test_render_check_names_a_missing_binary(report: ReportFiles) -> None:
 def test_render_check_times_out(report: ReportFiles) -> None:
     result = check_renders(report.html, chromium=_chromium(), timeout_s=0.05)
     assert not result.ok and "did not finish within 0.05 s" in result.errors[0]
+
+
+def test_the_trend_draws_each_runs_interval_as_a_band() -> None:
+    """A history entry carrying its intervals gives its run a band in the trend (the noise
+    around the line); one without draws the line alone."""
+    from civicsetu_pipelines.evaluate import plots
+    from civicsetu_pipelines.evaluate.report_data import trend_runs
+
+    history = make_history(3)
+    banded = [{**entry, "intervals": {"mrr_ci95": [0.5, 0.8]}} for entry in history]
+    runs, _ = trend_runs(banded, {}, history[-1]["run_id"])
+    assert all(r.intervals == {"mrr_ci95": [0.5, 0.8]} for r in runs)
+    plain, _ = trend_runs(history, {}, history[-1]["run_id"])
+    assert all(r.intervals == {} for r in plain)
+    with_bands, without = plots.trend_png(runs, {}), plots.trend_png(plain, {})
+    assert with_bands.startswith(b"\x89PNG") and with_bands != without

@@ -41,6 +41,8 @@ from civicsetu_pipelines.store import read_changes
 
 ALL = "ALL"
 SUMMARY_FILE = "summary.json"  # <state>/reports/eval/: the eval --json structure, no rows
+# the trend draws the 95% interval of each of its runs (MAX_TREND_RUNS), read from their answers
+TREND_BANDS = 30
 CHANGES_SHOWN = 50  # the report's "What changed": the latest recorded changes
 
 
@@ -243,6 +245,10 @@ def eval_report(
         past = history(conn, scope=ALL, golden_sha=golden_sha256(Settings.from_env().golden_path))
         if not past:
             raise dg.Failure("No evaluation run yet: materialize golden_eval_all first")
+        # each run's intervals over its questions: the trend's bands (the last runs only)
+        past = [{**run, "intervals": intervals(_question_rows(conn, run["run_id"]))}
+                if index >= len(past) - TREND_BANDS else run
+                for index, run in enumerate(past)]  # fmt: skip
         latest = past[-1]
         rows = _question_rows(conn, latest["run_id"])
         # the previous run's answers: a change is marked only outside the noise
