@@ -17,6 +17,7 @@ from typing import Any
 
 import psycopg
 
+from civicsetu_pipelines.base import sha256_file
 from civicsetu_pipelines.store import served_fingerprint
 
 HAND_SET = "hand-set"
@@ -44,10 +45,6 @@ class EvalIdentity:
         return {"digest": self.digest, **asdict(self)}
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def ranker_identity(reranker: Any, ranker_file: Path | None) -> str:
     """``hand-set`` for the deterministic ranking; else its name and version, with the sha256 of
     the file it was read from when there is one."""
@@ -56,7 +53,7 @@ def ranker_identity(reranker: Any, ranker_file: Path | None) -> str:
         return HAND_SET
     version = str(getattr(reranker, "version", "") or "")
     served = ranker_file is not None and ranker_file.is_file() and name == "learned"
-    digest = f" sha256:{file_sha256(ranker_file)[:16]}" if served and ranker_file else ""
+    digest = f" sha256:{sha256_file(ranker_file)[:16]}" if served and ranker_file else ""
     return f"{name} {version}".strip() + digest
 
 
@@ -80,6 +77,6 @@ def evaluation_identity(
         model=model,
         k=k,
         retrieval=repr(retrieval),
-        golden=file_sha256(golden_path),
+        golden=sha256_file(golden_path),
         golden_file=golden_path.name,
     )

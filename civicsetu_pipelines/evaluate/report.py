@@ -88,7 +88,6 @@ from civicsetu_pipelines.evaluate.report_sections import (
     splits_section,
     states_section,
 )
-from civicsetu_pipelines.evaluate.significance import ALPHA
 
 __all__ = [
     "CSV_NAME",
@@ -347,12 +346,12 @@ def _headline(
         else:
             delta = value - prior
             test = moved.get(key)
-            noise = test is not None and test["p_value"] >= ALPHA
+            noise = test is not None and not test.significant
             arrow, kind = (
                 ("▲", "up") if delta > 5e-4 else ("▼", "down") if delta < -5e-4 else ("", "")
             )
             if kind and noise and test is not None:  # inside the noise: no arrow
-                change, change_kind = f"≈ {delta:+.3f} (p = {test['p_value']:.2f})", None
+                change, change_kind = f"≈ {delta:+.3f} (p = {test.p_value:.2f})", None
             else:
                 change, change_kind = (f"{arrow} {delta:+.3f}", kind) if kind else ("±0.000", None)
         rows.append(

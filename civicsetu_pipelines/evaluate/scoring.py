@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from civicsetu_pipelines.answer import LLMSettings, QueryEngine, QuestionError, quote_in
-from civicsetu_pipelines.base import DATA_DIR
+from civicsetu_pipelines.base import DATA_DIR, sha256_file
 from civicsetu_pipelines.evaluate.identity import EvalIdentity
 from civicsetu_pipelines.evaluate.metrics import (
     DIVERSITY_K,
@@ -42,7 +42,7 @@ from civicsetu_pipelines.evaluate.metrics import (
     refusal_correct,
     retrieval_scores,
 )
-from civicsetu_pipelines.evaluate.significance import bootstrap_ci, paired_test
+from civicsetu_pipelines.evaluate.significance import PairedTest, bootstrap_ci, paired_test
 from civicsetu_pipelines.store import Change, record_changes
 
 GOLDEN_JSONL = DATA_DIR / "golden.jsonl"
@@ -197,7 +197,7 @@ def write_golden(path: Path | str, questions: Sequence[GoldenQuestion]) -> None:
 
 
 def golden_sha256(path: Path | str) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return sha256_file(Path(path))
 
 
 @dataclass
@@ -390,19 +390,18 @@ def per_question(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
 
 def paired_changes(
     before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, PairedTest]:
     """Each headline metric's change from run ``before`` to run ``after`` on the questions both
     scored, as a paired test (:func:`~civicsetu_pipelines.evaluate.significance.paired_test`):
     the difference, its interval and p-value. A change is one when ``p_value`` < ALPHA; the
     rest is noise."""
     earlier, later = _keyed(before), _keyed(after)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, PairedTest] = {}
     for metric, pairs in later.items():
         old = dict(earlier.get(metric, []))
         matched = [(old[q], v) for q, v in pairs if q in old]
         if matched:
-            test = paired_test([a for a, _ in matched], [b for _, b in matched])
-            out[metric] = test.as_dict()
+            out[metric] = paired_test([a for a, _ in matched], [b for _, b in matched])
     return out
 
 

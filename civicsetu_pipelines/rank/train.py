@@ -28,7 +28,7 @@ from civicsetu_pipelines.answer import (
     QuestionError,
     candidate_features,
 )
-from civicsetu_pipelines.evaluate import ALPHA, PairedTest, paired_test
+from civicsetu_pipelines.evaluate import ALPHA, paired_changes, paired_test
 from civicsetu_pipelines.rank.pairs import TrainingQuery
 
 SEED = 0
@@ -201,33 +201,6 @@ class Verdict:
     tests: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> PairedTest.as_dict
 
 
-def _paired(
-    current: Sequence[Mapping[str, Any]],
-    learned: Sequence[Mapping[str, Any]],
-    score: Callable[[Mapping[str, Any]], float | None],
-) -> PairedTest:
-    """The paired test of a per-question ``score`` on the questions both runs score, matched
-    by id."""
-    mine = {_question(r): score(r) for r in learned}
-    pairs = [(a, mine[_question(r)]) for r in current
-             if (a := score(r)) is not None and mine.get(_question(r)) is not None]  # fmt: skip
-    return paired_test([a for a, _ in pairs], [float(b or 0.0) for _, b in pairs])
-
-
-def _question(row: Mapping[str, Any]) -> str:
-    """A per-question row's question (``question_id`` as evaluation rows name it)."""
-    return str(row.get("question_id") or row["id"])
-
-
-def _rr(row: Mapping[str, Any]) -> float | None:
-    value = row.get("governing_rr")
-    return None if value is None else float(value)
-
-
-def _refusal(row: Mapping[str, Any]) -> float:
-    return 1.0 if row.get("refusal_correct") else 0.0
-
-
 def promotion(
     learned: Sequence[Mapping[str, Any]], current: Sequence[Mapping[str, Any]]
 ) -> Verdict:
@@ -238,14 +211,16 @@ def promotion(
     half's per-question rows (``evaluate(...).rows``); the tests are seeded, so the same rows
     give the same verdict on any machine. The reason states each difference, its 95% interval
     and its p-value."""
-    mrr = _paired(current, learned, _rr)
-    refusal = _paired(current, learned, _refusal)
-    tests = {"governing_mrr": mrr.as_dict(), "refusal_correctness": refusal.as_dict()}
+    tests = paired_changes(current, learned)
+    none = paired_test([], [])  # no question both runs scored
+    mrr = tests.get("governing_mrr", none)
+    refusal = tests.get("refusal_correctness", none)
+    verdicts = {"governing_mrr": mrr.as_dict(), "refusal_correctness": refusal.as_dict()}
     if refusal.difference < 0 and refusal.significant:
         why = f"dev refusal correctness worse beyond the noise: {refusal}"
-        return Verdict(False, why, tests)
+        return Verdict(False, why, verdicts)
     if mrr.difference <= 0 or not mrr.significant:
         why = (f"dev governing MRR {mrr}: not an improvement outside the noise (p < {ALPHA} "
                "wanted); the hand-set ranking is served")  # fmt: skip
-        return Verdict(False, why, tests)
-    return Verdict(True, f"dev governing MRR {mrr}; refusal correctness {refusal}", tests)
+        return Verdict(False, why, verdicts)
+    return Verdict(True, f"dev governing MRR {mrr}; refusal correctness {refusal}", verdicts)

@@ -49,12 +49,12 @@ def test_a_change_is_one_only_outside_the_noise() -> None:
     before = [_row(f"q{i}", 0.5) for i in range(60)]
     one = [dict(r) for r in before]
     one[0]["governing_rr"] = 1.0
-    assert paired_changes(before, one)["governing_mrr"]["p_value"] > 0.05
+    assert paired_changes(before, one)["governing_mrr"].p_value > 0.05
     many = [_row(f"q{i}", 1.0 if i % 3 else 0.5) for i in range(60)]
     moved = paired_changes(before, many)["governing_mrr"]
-    assert moved["p_value"] < 0.05 and moved["difference"] > 0
+    assert moved.p_value < 0.05 and moved.difference > 0
     # questions only one run scored are not paired
-    assert paired_changes(before[:10], many)["governing_mrr"]["questions"] == 10
+    assert paired_changes(before[:10], many)["governing_mrr"].questions == 10
 
 
 def test_the_identity_names_what_differs() -> None:
