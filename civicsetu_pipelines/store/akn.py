@@ -28,6 +28,7 @@ from lxml import etree
 from lxml.builder import ElementMaker
 from psycopg.rows import dict_row
 
+from civicsetu_pipelines.base import write_atomic
 from civicsetu_pipelines.ingest import (
     AknError,
     assign_eids,
@@ -244,8 +245,7 @@ def export_document(
     by_key = {d.key: d for d in akn_documents(conn)}
     records = []
     folder = out_dir / doc.work.work_uri(False).removeprefix("/akn/")
-    for stale in folder.glob("*.xml"):  # expressions since re-dated are not left behind
-        stale.unlink()
+    written: set[Path] = set()
     for day in expression_dates(conn, doc.key):
         rows = rows_on(conn, doc.key, day)
         if not rows:
@@ -253,13 +253,15 @@ def export_document(
         events = _events(conn, doc.key, day)
         xml = document_xml(doc, day, rows, events, by_key)
         path = folder / f"{doc.language}@{day}.xml"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(xml)
+        write_atomic(path, xml)  # a concurrent run of the jurisdiction reads a whole file
+        written.add(path)
         records.append({
             "document_key": doc.key, "path": str(path), "day": str(day),
             "expression": str(expression_uri(doc.work, day, doc.language)),
             "units": len(rows), "errors": validate_akn(xml),
         })  # fmt: skip
+    for stale in set(folder.glob("*.xml")) - written:  # expressions since re-dated go
+        stale.unlink(missing_ok=True)
     return records
 
 

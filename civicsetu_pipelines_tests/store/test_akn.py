@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -310,6 +311,24 @@ def test_units_are_stored_addressed_cited_resolved_and_exported(
         assert Path(records[1]["path"]).relative_to(tmp_path / "akn").as_posix() == (
             f"{WORK.removeprefix('/akn/')}/eng@2024-04-01.xml"
         )
+
+        # an expression since re-dated is not left behind, and another export at the same
+        # time (two runs of one jurisdiction) never leaves a reader without a whole file
+        stale = Path(records[0]["path"]).with_name("eng@2019-01-01.xml")
+        stale.write_bytes(b"<re-dated/>")
+
+        def export_again() -> None:
+            with connect(store_db) as other:
+                for _ in range(4):
+                    export_document(other, doc, tmp_path / "akn")
+
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(export_again)
+            while not running.done():
+                for record in records:
+                    assert akn_texts(Path(record["path"]).read_bytes())
+            running.result()
+        assert not stale.exists()
 
     # the command: the unit verbatim with its citation; exit 2 for a URI naming nothing
     from civicsetu_pipelines.cli import app
