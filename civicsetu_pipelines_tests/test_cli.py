@@ -179,6 +179,9 @@ def test_graph_export_writes_a_neo4j_admin_import(
     with (target / "units.csv").open(newline="") as handle:
         units = list(csv.DictReader(handle))
     assert any(u["label"] == "Section 18" for u in units)
+    # each unit's Akoma Ntoso address, as its citations show it (issue 39)
+    assert all(u["uri"].startswith("/akn/in") and "/!main~" in u["uri"] for u in units)
+    assert any(u["uri"].endswith("/!main~sec_18") for u in units)
     with (target / "edges_unit_unit.csv").open(newline="") as handle:
         edges = list(csv.DictReader(handle))
     ids = {u["chunk_id:ID(Unit)"] for u in units}

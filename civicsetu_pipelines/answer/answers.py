@@ -173,7 +173,7 @@ class QueryEngine:
         since = timer.started
         query = understand(question, known_jurisdictions=self.jurisdictions)
         wanted = parse_jurisdictions(jurisdictions, self.jurisdictions)
-        date = parse_as_of(as_of)
+        date = parse_as_of(as_of) or query.named_day  # an expression URI's day
         k = parse_top_k(top_k)
         since = timer.stage("understand", since)
         with self._lock:

@@ -36,14 +36,7 @@ from civicsetu_pipelines.answer.verdict import (
 )
 from civicsetu_pipelines.answer.vocabulary import content_stems, stems
 from civicsetu_pipelines.base import canonical_flat
-from civicsetu_pipelines.ingest import (
-    authority_of,
-    citation_role,
-    expression_uri,
-    is_case_law,
-    unit_eid,
-    work_uri,
-)
+from civicsetu_pipelines.ingest import authority_of, citation_role, is_case_law, unit_uri
 from civicsetu_pipelines.store import EvidenceDistances
 
 THIN_OVERLAP = 0.34  # below this share of terms, confidence is low
@@ -330,27 +323,6 @@ class Comparison:
 
 _VERBS = {"substitute": "substituted", "substitute_words": "amended", "insert": "inserted",
           "omit_words": "amended", "renumber": "renumbered"}  # fmt: skip
-
-
-def unit_uri(row: Mapping[str, Any]) -> str | None:
-    """The AKN expression URI of a stored unit with its eId
-    (``/akn/in/act/2016/16/eng@2017-05-01/!main~sec_18``): the expression of the unit's point in
-    time (its ``valid_from``: the row retrieved is the one in force on the date asked), the eId
-    stored at load (else derived from its legal path). None when the row lacks what the URI is
-    made of (a document not in the catalog)."""
-    try:
-        work = work_uri(
-            str(row["document_key"]),
-            row.get("document_title"),
-            str(row["jurisdiction"]),
-            str(row.get("doc_type") or ""),
-            row.get("document_date") or row["valid_from"],
-        )
-        eid = row.get("eid") or unit_eid(str(row.get("unit") or ""), str(row["legal_path"]))
-        uri = expression_uri(work, row["valid_from"], row.get("document_language"), eid)
-    except (KeyError, ValueError, TypeError):
-        return None
-    return str(uri)
 
 
 def dated(row: Mapping[str, Any], printed_in: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -50,7 +50,7 @@ _PREVIEW_CHARS = 60
 _JUNK_SHARE = 0.10  # more than this share of junk characters makes a question binary
 
 ERROR_CODES = frozenset(
-    {"empty", "too_long", "binary", "bad_jurisdiction", "bad_date", "bad_top_k"}
+    {"empty", "too_long", "binary", "bad_jurisdiction", "bad_date", "bad_top_k", "bad_uri"}
 )
 INTENTS = frozenset(
     {"cross_reference", "penalty", "implementation", "comparison", "temporal", "definition"}
@@ -61,8 +61,8 @@ class QuestionError(ValueError):
     """Bad input to the question answering layer.
 
     ``code`` is one of ``empty``, ``too_long``, ``binary``, ``bad_jurisdiction``, ``bad_date``,
-    ``bad_top_k``. The message names the input (never more than 60 characters of it) and says
-    what is accepted.
+    ``bad_top_k``, ``bad_uri`` (an Akoma Ntoso URI naming no provision). The message names
+    the input (never more than 60 characters of it) and says what is accepted.
     """
 
     code: str
@@ -448,6 +448,7 @@ class Query:
     rewrite: str | None = None
     lay_terms: tuple[str, ...] = ()  # the lay words and phrases found, as written (lower case)
     asks_about: frozenset[str] = frozenset()  # kinds of document it names ("model agreement")
+    named_day: date | None = None  # the day an expression URI in it names (its as-of date)
 
 
 def _inside(position: int, spans: Sequence[tuple[int, int]]) -> int:
@@ -489,14 +490,44 @@ def _terms(
     return tuple(out)
 
 
+_AKN_URI = re.compile(r"/akn/[^\s\"'<>]*[^\s\"'<>.,;:?!)]")
+
+
+def _uri_references(text: str) -> tuple[list[ExplicitReference], date | None]:
+    """The provisions the Akoma Ntoso URIs in ``text`` name (``/akn/in/act/2016/16/~sec_18``
+    is Section 18 of the Act), as references spanning each URI, and the day the last
+    expression URI names. :class:`QuestionError` ``bad_uri`` for one naming nothing."""
+    if "/akn/" not in text:
+        return [], None
+    # cobalt is imported only for a question with a URI in it
+    from civicsetu_pipelines.ingest.akn import AknError, named_unit
+
+    out: list[ExplicitReference] = []
+    day = None
+    for match in _AKN_URI.finditer(text):
+        try:
+            unit = named_unit(match.group())
+        except AknError as exc:
+            raise QuestionError("bad_uri", str(exc)) from None
+        label = f"{unit.kind.capitalize()} {unit.number}{''.join(unit.path)}"
+        out.append(ExplicitReference(unit.kind, unit.number, unit.path, label,
+                                     unit.jurisdiction, match.group(), *match.span()))  # fmt: skip
+        day = unit.day or day
+    return out, day
+
+
 def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query:
-    """Validate ``question`` (see :func:`validate_question`) and read what it asks."""
+    """Validate ``question`` (see :func:`validate_question`) and read what it asks. An Akoma
+    Ntoso URI in it (``/akn/in/act/2016/16/~sec_18__subsec_1``) is a reference to the unit it
+    names, and an expression URI's day is the question's as-of date unless one is given."""
     text, length = _validate(question)
     known = known_index(tuple(known_jurisdictions))
-    places = place_mentions(text)
-    act_spans = act_mentions(text)
+    named, named_day = _uri_references(text)
+    reading_text = _AKN_URI.sub(lambda m: " " * len(m.group()), text) if named else text
+    places = place_mentions(reading_text)
+    act_spans = act_mentions(reading_text)
 
-    found = find_references(text, places)
+    found = [(ref, True) for ref in named] + find_references(reading_text, places)
     state_codes = {m.place.code for m in places}
     only_state = next(iter(state_codes)) if len(state_codes) == 1 else None
     references: list[ExplicitReference] = []
@@ -513,6 +544,7 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
     events: list[tuple[int, str]] = [(m.start, m.place.code) for m in places]
     events += [(start, "CENTRAL") for start, _ in act_spans]
     events += [(r.start, "CENTRAL") for r in references if r.jurisdiction == "CENTRAL"]
+    events += [(r.start, str(r.jurisdiction)) for r in named if r.jurisdiction != "CENTRAL"]
     events.sort()
     jurisdictions: dict[str, None] = {}
     other_places: dict[str, None] = {}
@@ -524,12 +556,12 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
         elif code in PLACE_BY_CODE:
             other_places.setdefault(PLACE_BY_CODE[code].display, None)
 
-    intents = {name for name, pattern in _INTENT_PATTERNS.items() if pattern.search(text)}
-    if len(mentioned) >= 2 and _BOTH_OR_BETWEEN.search(text):
+    intents = {n for n, pattern in _INTENT_PATTERNS.items() if pattern.search(reading_text)}
+    if len(mentioned) >= 2 and _BOTH_OR_BETWEEN.search(reading_text):
         intents.add("comparison")
 
     skip = [(m.start, m.end) for m in places] + act_spans
-    reading = load_vocabulary().read(text)
+    reading = load_vocabulary().read(reading_text)
     return Query(
         text=text,
         length=length,
@@ -542,7 +574,8 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
         legal_terms=reading.legal_terms,
         rewrite=reading.rewrite,
         lay_terms=tuple(dict.fromkeys(lay.lower() for lay, _ in reading.matched)),
-        asks_about=kinds_asked_for(text),
+        asks_about=kinds_asked_for(reading_text),
+        named_day=named_day,
     )
 
 

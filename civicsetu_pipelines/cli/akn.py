@@ -79,6 +79,7 @@ def export(
     """Write one AKN 3.0 XML file per document and expression (a point in time), validated
     against the official schema. Exit 1 if a file does not validate, 2 for an unknown key."""
     from civicsetu_pipelines.base import reports_dir
+    from civicsetu_pipelines.graph import reference_links
     from civicsetu_pipelines.store import akn_documents, export_document, fill_eids
 
     target = out_dir or reports_dir(Settings.from_env().state_dir) / "akn"
@@ -89,13 +90,15 @@ def export(
         if missing:
             console.print(f"[red]Not in the store: {', '.join(missing)}[/red]")
             raise typer.Exit(2)
-        records = [r for d in docs for r in export_document(conn, d, target)]
+        references = reference_links(conn, [d.key for d in docs])
+        records = [r for d in docs for r in export_document(conn, d, target, references)]
     if as_json:
         print_json({"out": str(target), "files": records})
     else:
         for r in records:
             state = "valid" if not r["errors"] else f"INVALID: {r['errors'][0]}"
-            out.print(f"{r['expression']}  {r['units']} units  {state}  {r['path']}",
+            out.print(f"{r['expression']}  {r['units']} units  {r['refs']} refs  {state}  "
+                      f"{r['path']}",
                       markup=False, highlight=False)  # fmt: skip
     if any(r["errors"] for r in records):
         raise typer.Exit(1)

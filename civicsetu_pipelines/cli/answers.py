@@ -33,7 +33,13 @@ def _note_model_export() -> None:
 
 
 def ask(
-    question: Annotated[str, typer.Argument(help="The question, in quotes")],
+    question: Annotated[
+        str,
+        typer.Argument(
+            help="The question, in quotes; it may name a unit by its Akoma Ntoso URI "
+            "(/akn/in/act/2016/16/~sec_18), an expression URI's day its --as-of"
+        ),
+    ],
     jurisdiction: Annotated[
         list[str] | None,
         typer.Option("--jurisdiction", "-j", help="Only these jurisdictions (repeatable)"),

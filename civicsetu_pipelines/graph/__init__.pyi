@@ -10,6 +10,7 @@ from .edges import (
     drop_document_edges as drop_document_edges,
     graph_stats as graph_stats,
     neighbours as neighbours,
+    reference_links as reference_links,
     replace_edges as replace_edges,
     stored_act_chunks as stored_act_chunks,
 )

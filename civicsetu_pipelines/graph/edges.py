@@ -9,11 +9,12 @@ reference edge keeps its evidence: the chunk, character offsets and the quoted p
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -686,3 +687,38 @@ def graph_stats(conn: psycopg.Connection[Any]) -> dict[str, list[dict[str, Any]]
         row["derived_share"] = round(row["substantive_derived"] / rules, 4) if rules else None
     return {"edges": edges, "jurisdictions": list(by_jurisdiction.values()),
             "documents": documents}  # fmt: skip
+
+
+class ReferenceLink(NamedTuple):
+    """A resolved cross-reference's phrase in its chunk and the unit it leads to."""
+
+    start: int
+    end: int
+    target_document: str
+    target_eid: str
+    target_since: dt.date | None
+
+
+_REFERENCE_LINKS = (
+    "SELECT DISTINCT e.evidence_chunk, e.evidence_start, e.evidence_end, e.target_document, "
+    "t.eid, t.valid_from FROM graph_edges e JOIN legal_chunks t ON t.chunk_id::text = e.target_id "
+    "AND t.status = 'current' WHERE e.edge_type = 'REFERENCES' "
+    "AND e.source_document = ANY(%s) AND e.evidence_start IS NOT NULL AND t.eid IS NOT NULL "
+    "ORDER BY e.evidence_chunk, e.evidence_start"
+)
+
+
+def reference_links(
+    conn: psycopg.Connection[Any], document_keys: Sequence[str]
+) -> dict[str, list[ReferenceLink]]:
+    """The cross-references the graph resolved in ``document_keys``' units, by the chunk that
+    makes each: (start, end) of its phrase in the chunk's text, the target's document, eId and
+    the day it came into force (for the ``<ref>`` links of the Akoma Ntoso export)."""
+    out: dict[str, list[ReferenceLink]] = defaultdict(list)
+    with conn.cursor() as cur:
+        cur.execute(_REFERENCE_LINKS, (list(document_keys),))
+        for chunk, start, end, target_document, eid, since in cur.fetchall():
+            out[str(chunk)].append(
+                ReferenceLink(int(start), int(end), str(target_document), str(eid), since)
+            )
+    return dict(out)

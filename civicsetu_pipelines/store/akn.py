@@ -16,6 +16,7 @@ events and passive modifications. :func:`akn_texts` reads the units' texts back 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,39 @@ def unit_address(doc: AknDocument, row: Mapping[str, Any]) -> str:
     return str(expression_uri(doc.work, row["valid_from"], doc.language, str(row["eid"])))
 
 
+def unit_uris(conn: psycopg.Connection[Any], chunk_ids: Iterable[str]) -> dict[str, str]:
+    """The Akoma Ntoso address of each stored unit by chunk id (its current row, else its
+    latest), for a report or a table that names units by chunk: the expression of the unit's
+    point in time with its eId. A chunk no stored document holds has none."""
+    ids = sorted({str(c) for c in chunk_ids if c and _is_uuid(str(c))})
+    if not ids:
+        return {}
+    docs = {d.key: d for d in akn_documents(conn)}
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(
+            "SELECT DISTINCT ON (chunk_id) chunk_id::text AS chunk_id, document_key, unit, "
+            "legal_path, eid, valid_from FROM legal_chunks WHERE chunk_id = ANY(%s::uuid[]) "
+            "ORDER BY chunk_id, (status = 'current') DESC, valid_from DESC",
+            (ids,),
+        )
+        rows = cur.fetchall()
+    out = {}
+    for row in rows:
+        doc = docs.get(str(row["document_key"]))
+        if doc is not None:
+            row["eid"] = row["eid"] or unit_eid(str(row["unit"]), str(row["legal_path"]))
+            out[str(row["chunk_id"])] = unit_address(doc, row)
+    return out
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
 # ---------------------------------------------------------------------------------------------
 # Resolving a URI
 
@@ -237,12 +271,20 @@ def resolve_uri(conn: psycopg.Connection[Any], text: str) -> Resolved:
 
 
 def export_document(
-    conn: psycopg.Connection[Any], doc: AknDocument, out_dir: Path
+    conn: psycopg.Connection[Any],
+    doc: AknDocument,
+    out_dir: Path,
+    references: Mapping[str, Sequence[tuple[int, int, str, str, dt.date | None]]] | None = None,
 ) -> list[dict[str, Any]]:
     """Write one AKN 3.0 XML file per expression of ``doc`` under ``out_dir`` (the work URI's
     path, ``in/act/2016/16/eng@2017-05-01.xml``); one record each: the file, its expression URI,
-    day, units, and the schema's errors (none when it validates)."""
+    day, units, ``<ref>`` links and the schema's errors (none when it validates).
+    ``references``: the resolved cross-references by chunk, (start, end, target document,
+    target eId, the day the target came into force), as ``graph.reference_links`` reads
+    them."""
     by_key = {d.key: d for d in akn_documents(conn)}
+    targets = {link[2] for found in (references or {}).values() for link in found}
+    dates = {t: expression_dates(conn, t) for t in targets - {doc.key} if t in by_key}
     records = []
     folder = out_dir / doc.work.work_uri(False).removeprefix("/akn/")
     written: set[Path] = set()
@@ -251,18 +293,45 @@ def export_document(
         if not rows:
             continue
         events = _events(conn, doc.key, day)
-        xml = document_xml(doc, day, rows, events, by_key)
+        links = {
+            chunk: [(start, end, _href(doc, day, by_key[target], dates.get(target, []), eid,
+                                       since))
+                    for start, end, target, eid, since in found
+                    if target == doc.key or target in dates]
+            for chunk, found in (references or {}).items()
+        }  # fmt: skip
+        xml = document_xml(doc, day, rows, events, by_key, links)
         path = folder / f"{doc.language}@{day}.xml"
         write_atomic(path, xml)  # a concurrent run of the jurisdiction reads a whole file
         written.add(path)
         records.append({
             "document_key": doc.key, "path": str(path), "day": str(day),
             "expression": str(expression_uri(doc.work, day, doc.language)),
-            "units": len(rows), "errors": validate_akn(xml),
+            "units": len(rows), "refs": xml.count(b"<ref "), "errors": validate_akn(xml),
         })  # fmt: skip
     for stale in set(folder.glob("*.xml")) - written:  # expressions since re-dated go
         stale.unlink(missing_ok=True)
     return records
+
+
+def _href(
+    doc: AknDocument,
+    day: dt.date,
+    target: AknDocument,
+    dates: Sequence[dt.date],
+    eid: str,
+    since: dt.date | None,
+) -> str:
+    """A link to a unit: ``#eid`` in the same document, else the unit in the target's
+    expression in force on ``day``, or on the day the unit came into force (``since``) when
+    that is later: an expression URI with the eId as its portion,
+    ``/akn/in/act/2016/16/eng@2017-05-01/!main~sec_18``."""
+    if target.key == doc.key or not dates:
+        return f"#{eid}"
+    when = max((d for d in dates if d <= day), default=dates[0])
+    if since is not None and since > when:
+        when = since
+    return str(expression_uri(target.work, when, target.language, eid))
 
 
 def _events(conn: psycopg.Connection[Any], key: str, day: dt.date) -> list[dict[str, Any]]:
@@ -299,14 +368,20 @@ _STRUCTURE = {  # AKN doctype -> (root element, main content element)
 }
 
 
+# a resolved cross-reference in a unit's text: (start, end) of its phrase, and the href
+Link = tuple[int, int, str]
+
+
 def document_xml(
     doc: AknDocument,
     day: dt.date,
     rows: Sequence[Mapping[str, Any]],
     events: Sequence[Mapping[str, Any]] = (),
     by_key: Mapping[str, AknDocument] | None = None,
+    links: Mapping[str, Sequence[Link]] | None = None,
 ) -> bytes:
-    """The AKN 3.0 XML of ``doc`` as on ``day`` from its rows in force then (:func:`rows_on`)."""
+    """The AKN 3.0 XML of ``doc`` as on ``day`` from its rows in force then (:func:`rows_on`),
+    with ``links`` (by chunk id) marked up as ``<ref>`` in the units' texts."""
     root_name, body_name = _STRUCTURE.get(doc.work.doctype, ("doc", "mainBody"))
     preamble = [r for r in rows if str(r["eid"]).split("__")[0] == "preamble"]
     forms = [r for r in rows if str(r["eid"]).startswith("att_")]
@@ -341,6 +416,8 @@ def document_xml(
     if events and len(events) > 1:
         attrs["contains"] = "singleVersion"
     tree = E.akomaNtoso(E(root_name, *children, **attrs))
+    if links:
+        _link(tree, rows, links)
     return etree.tostring(tree, xml_declaration=True, encoding="utf-8", pretty_print=False)
 
 
@@ -557,10 +634,15 @@ def validate_akn(xml: bytes) -> list[str]:
 
 def akn_texts(xml: bytes) -> dict[str, str]:
     """Each unit's own text in an exported file, by eId: the first ``<p>`` of its content or
-    intro (of its attachment's main body, of a preamble), or the ``<p>`` that is the eId."""
-    root = etree.fromstring(xml)
+    intro (of its attachment's main body, of a preamble), or the ``<p>`` that is the eId; its
+    ``<ref>`` links' words in their places."""
+    return {eid: "".join(p.itertext()) for eid, p in _text_elements(etree.fromstring(xml)).items()}
+
+
+def _text_elements(root: Any) -> dict[str, Any]:
+    """The ``<p>`` that holds each unit's own text, by eId (see :func:`akn_texts`)."""
     ns = {"a": NS}
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for element in root.iter(f"{{{NS}}}*"):
         eid = element.get("eId")
         if not eid or element.tag == f"{{{NS}}}chapter":
@@ -575,8 +657,36 @@ def akn_texts(xml: bytes) -> dict[str, str]:
         else:
             found = element.xpath("./a:content/a:p[1] | ./a:intro/a:p[1]", namespaces=ns)
         if found:
-            out[eid] = "".join(found[0].itertext())
+            out[eid] = found[0]
     return out
+
+
+def _link(
+    root: Any, rows: Sequence[Mapping[str, Any]], links: Mapping[str, Sequence[Link]]
+) -> None:
+    """Mark up the cross-references the graph resolved as ``<ref href>`` around their phrase
+    in each unit's text (``#sec_19`` in the same document, ``/akn/in/act/2016/16/~sec_18`` in
+    another); the text stays verbatim. Overlapping phrases: the first, longest one."""
+    elements = _text_elements(root)
+    for row in rows:
+        found = sorted(links.get(str(row.get("chunk_id")), ()), key=lambda k: (k[0], -k[1]))
+        p = elements.get(str(row["eid"]))
+        text = str(row["text"])
+        if not found or p is None or len(p) or p.text != text:
+            continue
+        at, last = 0, None
+        for start, end, href in found:
+            if start < at or end > len(text) or start >= end:
+                continue
+            if last is None:
+                p.text = text[at:start]
+            else:
+                last.tail = text[at:start]
+            last = E.ref(text[start:end], href=href)
+            p.append(last)
+            at = end
+        if last is not None:
+            last.tail = text[at:]
 
 
 def unit_texts(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:

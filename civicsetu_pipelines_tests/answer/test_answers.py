@@ -150,6 +150,11 @@ def test_every_citation_is_verbatim_in_the_chunk_and_on_the_cited_pdf_page(
         ("What does Chandigarh rule 15 provide?", "CHANDIGARH", "chandigarh_general_rules_2016",
          "Rule 15"),
         ("What does section 16 say?", "CENTRAL", "rera_act_2016", "Section 16"),
+        # an Akoma Ntoso URI where a reference is printed (issue 39)
+        ("What does /akn/in/act/2016/16/~sec_18__subsec_1 say?", "CENTRAL", "rera_act_2016",
+         "Section 18"),
+        ("Explain /akn/in-gj/act/rules/2017/gujarat-general-rules-2017/~rule_16", "GUJARAT",
+         "gujarat_general_rules_2017", "Rule 16"),
     ],
 )  # fmt: skip
 def test_direct_references_resolve_to_the_right_unit(
@@ -162,6 +167,9 @@ def test_direct_references_resolve_to_the_right_unit(
     assert first["section"] == label
     assert result["confidence"] == "high"
     assert result["retrieved"][0]["section"] == label
+    if "/akn/" in question:  # the citation's address is in the work the URI names
+        work = question.split("/akn/", 1)[1].split("/~", 1)[0]
+        assert first["uri"].startswith(f"/akn/{work}/eng@"), first["uri"]
 
 
 def test_a_section_is_never_a_rule_and_a_rule_never_a_section(engine: QueryEngine) -> None:
@@ -529,9 +537,18 @@ def assert_akn_export(corpus_store: CorpusStore, citation: dict[str, Any]) -> No
     verbatim; the cited unit is in the file of its expression, under its eId."""
     import datetime as dt
 
-    from civicsetu_pipelines.store.akn import akn_documents, akn_texts, rows_on, validate_akn
+    from lxml import etree
+
+    from civicsetu_pipelines.store.akn import (
+        NS as AKN_NS,
+        akn_documents,
+        akn_texts,
+        rows_on,
+        validate_akn,
+    )
 
     root = corpus_store.state_dir / "reports" / "akn"
+    refs, hrefs = 0, set()
     with connect(corpus_store.database_url) as conn:
         docs = akn_documents(conn)
         assert {s.key for s in load_registry(include_seed=False).documents()} <= {
@@ -546,6 +563,19 @@ def assert_akn_export(corpus_store: CorpusStore, citation: dict[str, Any]) -> No
                 day = dt.date.fromisoformat(path.stem.split("@")[1])
                 stored = {r["eid"]: r["text"] for r in rows_on(conn, doc.key, day)}
                 assert akn_texts(xml) == stored, path
+            # the cross-references the graph resolved are <ref> links that lead to their unit
+            latest = etree.fromstring(files[-1].read_bytes())
+            eids = {e.get("eId") for e in latest.iter() if e.get("eId")}
+            for ref in latest.iter(f"{{{AKN_NS}}}ref"):
+                href = ref.get("href")
+                refs += 1
+                if href.startswith("#"):
+                    assert href[1:] in eids, (files[-1], href)
+                else:
+                    hrefs.add(href)
+        for href in sorted(hrefs):
+            assert str(FrbrUri.parse(href)) == href and resolve_uri(conn, href).rows, href
+    assert refs > 500 and hrefs  # rules cite the Act's sections, the Act its own
     work, _, portion = citation["uri"].partition("/!main~")
     expression = root / (work.removeprefix("/akn/") + ".xml")
     assert akn_texts(expression.read_bytes())[portion], citation["uri"]

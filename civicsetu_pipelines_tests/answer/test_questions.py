@@ -398,6 +398,55 @@ def test_reference_offsets_quote_the_phrase_in_the_canonical_text() -> None:
     assert isinstance(section, ExplicitReference)
 
 
+@pytest.mark.parametrize(
+    ("question", "expected", "day"),
+    [
+        ("What does /akn/in/act/2016/16/~sec_18__subsec_1 say?",
+         ("section", "18", ("(1)",), "CENTRAL"), None),
+        ("Explain /akn/in-gj/act/rules/2017/gujarat-general-rules-2017/eng@2024-04-01/"
+         "!main~rule_16__subrule_1__para_a.", ("rule", "16", ("(1)", "(a)"), "GUJARAT"),
+         date(2024, 4, 1)),
+        ("What is /akn/in-ka/act/rules/2017/karnataka-rules-2017/~att_form-b?",
+         ("form", "B", (), "KARNATAKA"), None),
+        # a state's regulations are marked up as sections; a question asks them as rules
+        ("And /akn/in-ch/act/regulations/2019/x/~sec_5?", ("rule", "5", (), "CHANDIGARH"),
+         None),
+    ],
+)  # fmt: skip
+def test_an_akn_uri_is_a_reference_to_the_unit_it_names(
+    question: str, expected: tuple[object, ...], day: date | None
+) -> None:
+    query = ask(question)
+    (ref,) = query.references
+    assert (ref.kind, ref.number, ref.path, ref.jurisdiction) == expected
+    assert ref.phrase.startswith("/akn/") and query.text[ref.start : ref.end] == ref.phrase
+    assert query.jurisdictions == (expected[3],)
+    assert query.named_day == day
+    # the URI's own words (akn, act, rules, the slug's state) are not read as the question's
+    assert "akn" not in query.terms and "rules" not in query.terms
+
+
+def test_a_uri_and_a_printed_reference_together() -> None:
+    query = ask("Compare /akn/in-gj/act/rules/2017/g/~rule_16 with section 18 of the Act.")
+    assert [(r.label, r.jurisdiction) for r in query.references] == [
+        ("Rule 16", "GUJARAT"), ("Section 18", "CENTRAL")]  # fmt: skip
+    assert query.jurisdictions == ("GUJARAT", "CENTRAL")
+
+
+@pytest.mark.parametrize(
+    ("question", "says"),
+    [
+        ("What is /akn/in-zz/act/2016/16/~sec_1?", "no jurisdiction has the place 'in-zz'"),
+        ("What does /akn/in/act/2016/16 say?", "names no section"),
+        ("Read /akn/in/act/2016/16/~para_3", "names no section"),
+    ],
+)
+def test_a_uri_naming_no_provision_is_a_clear_error(question: str, says: str) -> None:
+    with pytest.raises(QuestionError, match=re.escape(says)) as raised:
+        ask(question)
+    assert raised.value.code == "bad_uri"
+
+
 def test_lists_share_the_phrase() -> None:
     a, b = ask("What do sections 12 and 18 say?").references
     assert a.phrase == b.phrase == "sections 12 and 18"

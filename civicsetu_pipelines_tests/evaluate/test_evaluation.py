@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -227,6 +228,8 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
     assert by_job["headline"]["refusal_correctness_ci95"] is not None
     page = html.read_text(encoding="utf-8")
     assert by_job["identity"]["digest"] in page and "95% bootstrap interval" in page
+    # each state provision's quote with its unit's Akoma Ntoso address (issue 39)
+    assert re.search(r"<code>/akn/in-[a-z]+/act/rules/\d{4}/[^<]+/eng@[\d-]+/!main~rule_", page)
     if shutil.which("chromium") is None:
         if os.environ.get("CI"):
             pytest.fail("chromium is missing (scripts/setup.sh installs it)")

