@@ -500,7 +500,7 @@ def _uri_references(text: str) -> tuple[list[ExplicitReference], date | None]:
     if "/akn/" not in text:
         return [], None
     # cobalt is imported only for a question with a URI in it
-    from civicsetu_pipelines.ingest.akn import AknError, named_unit
+    from civicsetu_pipelines.ingest import AknError, named_unit
 
     out: list[ExplicitReference] = []
     day = None

@@ -8,6 +8,7 @@ from .akn import (
     expression_day as expression_day,
     expression_uri as expression_uri,
     language_of as language_of,
+    named_unit as named_unit,
     parent_eids as parent_eids,
     parse_uri as parse_uri,
     same_work as same_work,
