@@ -14,6 +14,11 @@ In ONE process, on a fresh state directory (fresh embedded Postgres, empty embed
 
 Prints the figures and the ratios cold/bare (bare in the runtime the pipeline used) and
 warm/cold. ``--cold-only`` stops after steps 1 and 2 (in the pipeline's runtime only).
+
+``--profile`` runs the cold materialization under cProfile (this process: the runs' steps and
+the prefetching thread; the embedding worker and Tesseract are processes of their own) and
+prints where its time went: per asset (Dagster's step times, summed over the partitions), per
+document (its parse from the parse ledger), and the functions with the most own time.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from civicsetu_pipelines.defs import build_definitions  # noqa: E402
 from civicsetu_pipelines.defs.resources import warm_up_embedder  # noqa: E402
 from civicsetu_pipelines.ingest.registry import DOCUMENTS_YAML, load_registry  # noqa: E402
 from civicsetu_pipelines.operate.instance import prepare_dagster_home  # noqa: E402
-from civicsetu_pipelines.operate.runs import run_partitions  # noqa: E402
+from civicsetu_pipelines.operate.runs import open_instance, run_partitions  # noqa: E402
 from civicsetu_pipelines.store.database import EmbeddedPostgres  # noqa: E402
 from civicsetu_pipelines.store.embedding import (  # noqa: E402
     document_text,
@@ -52,6 +57,9 @@ from civicsetu_pipelines.store.embedding import (  # noqa: E402
 CHANGED_DOC = "gujarat_appellate_tribunal_rules_2016"
 
 
+RUN_IDS: list[str] = []
+
+
 def materialize(
     partitions: list[str], force: bool = False
 ) -> tuple[float, dict[str, dict[str, Any]], int]:
@@ -60,17 +68,77 @@ def materialize(
     partition's wall seconds."""
     meta: dict[str, dict[str, Any]] = {}
     started = time.perf_counter()
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         job = build_definitions().resolve_job_def("ingest_job")
         outcomes = run_partitions(instance, job, partitions, force=force, warm_up=warm_up_embedder)
     seconds = time.perf_counter() - started
     for outcome in outcomes:
         assert outcome.status != "failed", outcome
+        if outcome.run_id:
+            RUN_IDS.append(outcome.run_id)
         print(f"  {outcome.jurisdiction:<16} {outcome.status:<11} {outcome.seconds:7.2f} s",
               flush=True)  # fmt: skip
         for asset, values in outcome.metadata.items():
             meta[f"{asset}:{outcome.jurisdiction}"] = values
     return seconds, meta, sum(o.status == "up_to_date" for o in outcomes)
+
+
+def step_seconds(run_ids: list[str]) -> dict[str, float]:
+    """Wall seconds of each asset's step, summed over the runs (Dagster's own step stats)."""
+    out: dict[str, float] = {}
+    with dg.DagsterInstance.get() as instance:
+        for run_id in run_ids:
+            for stat in instance.get_run_step_stats(run_id):
+                if stat.start_time and stat.end_time:
+                    seconds = stat.end_time - stat.start_time
+                    out[stat.step_key] = out.get(stat.step_key, 0.0) + seconds
+    return out
+
+
+def parse_ledger() -> list[dict[str, Any]]:
+    """The parses this run made (``parses.jsonl`` of the parse cache), one record a document."""
+    import json
+
+    from civicsetu_pipelines.base.settings import Settings
+
+    ledger = Settings.from_env().parse_cache / "parses.jsonl"
+    if not ledger.is_file():
+        return []
+    return [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+
+
+def print_profile(profile: Any, steps: dict[str, float], cold: float) -> None:
+    """Per asset, per document, and the functions with the most own time."""
+    import io
+    import pstats
+
+    print("\nper asset (step wall seconds, all partitions)")
+    for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
+        print(f"  {step:<34} {seconds:8.2f} s  {100 * seconds / cold:5.1f}%")
+    print(f"  {'(all steps)':<34} {sum(steps.values()):8.2f} s  of {cold:.2f} s wall")
+    print("\nper document parse (the parse ledger; the prefetch thread parses ahead)")
+    for record in sorted(parse_ledger(), key=lambda r: -float(r.get("seconds", 0))):
+        print(f"  {record['document']:<44} {record['seconds']:7.2f} s  {record['pages']:4} pages"
+              f"  {record.get('ocr_pages', 0):3} OCR'd")  # fmt: skip
+    stream = io.StringIO()
+    stats = pstats.Stats(profile, stream=stream)
+    stats.sort_stats("tottime").print_stats(30)
+    by_package: dict[str, float] = {}
+    for (filename, _, _), (_, _, tottime, _, _) in stats.stats.items():  # type: ignore[attr-defined]
+        parts = Path(filename).parts
+        if "civicsetu_pipelines" in parts:
+            index = parts.index("civicsetu_pipelines")
+            key = "/".join(parts[index : index + 2])
+        elif "site-packages" in parts:
+            key = parts[parts.index("site-packages") + 1]
+        else:
+            key = "(python)" if filename.startswith("<") or "python3" in filename else filename
+        by_package[key] = by_package.get(key, 0.0) + tottime
+    print("\nown time by package (the main thread: the runs and their steps)")
+    for key, seconds in sorted(by_package.items(), key=lambda kv: -kv[1])[:25]:
+        print(f"  {key:<44} {seconds:8.2f} s")
+    print("\nfunctions with the most own time")
+    print(stream.getvalue())
 
 
 def total(meta: dict[str, dict[str, Any]], asset: str, key: str) -> float:
@@ -126,7 +194,16 @@ def main() -> None:
     partitions = load_registry(include_seed=False).jurisdictions()
     print(f"state dir {STATE}; partitions {partitions}", flush=True)
     prepare_dagster_home()
+    profile = None
+    if "--profile" in sys.argv[1:]:
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     cold, cold_meta, _ = materialize(partitions)
+    if profile is not None:
+        profile.disable()
+    cold_runs = list(RUN_IDS)
     runtime = embedding_config_from_env().runtime
     bare, texts, windows = bare_encoding(runtime)
     rows = total(cold_meta, "legal_chunks", "inserted")
@@ -143,6 +220,8 @@ def main() -> None:
     print(
         f"ratio cold / bare encoding              {cold / bare:8.2f}  (target <= 1.5)", flush=True
     )
+    if profile is not None:
+        print_profile(profile, step_seconds(cold_runs), cold)
     if "--cold-only" not in sys.argv[1:]:
         others(partitions, runtime, cold)
     EmbeddedPostgres(STATE).stop()

@@ -212,7 +212,7 @@ def _execute_remote(
 def _run_remote(remote: RemoteExecution, name: str, fingerprint: str | None) -> PartitionOutcome:
     """One partition's run, orchestrated by this (pool) process on the environment's instance."""
     started = time.perf_counter()
-    with dg.DagsterInstance.get() as instance:
+    with open_instance() as instance:
         return _execute_remote(instance, remote, name, _run_tags(fingerprint), started)
 
 
@@ -318,9 +318,22 @@ def run_job(instance: dg.DagsterInstance, job: dg.JobDefinition) -> dg.ExecuteIn
     )
 
 
+# A process that runs jobs in itself (``civicsetu materialize``) writes thousands of events;
+# dagster-postgres opens a connection per statement by default (NullPool): 5,564 connections and
+# ~29 s of a cold materialization of the seven default partitions (bench_store.py --profile).
+# Pooled as the webserver pools them: one held connection per storage, a few more when busy.
+POOL_OVERFLOW = 4
+POOL_RECYCLE_S = 3600
+
+
 def open_instance() -> dg.DagsterInstance:
-    """The Dagster instance of ``DAGSTER_HOME`` (a context manager: close it when done)."""
-    return dg.DagsterInstance.get()
+    """The Dagster instance of ``DAGSTER_HOME`` (a context manager: close it when done), its
+    storages' connections pooled (one held per storage, no statement timeout)."""
+    instance = dg.DagsterInstance.get()
+    instance.optimize_for_webserver(
+        statement_timeout=0, pool_recycle=POOL_RECYCLE_S, max_overflow=POOL_OVERFLOW
+    )
+    return instance
 
 
 def daemon_alive(instance: dg.DagsterInstance, within_s: float = 120.0) -> bool:

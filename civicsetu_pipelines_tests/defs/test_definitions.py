@@ -47,6 +47,20 @@ def test_partitions_are_the_registry_jurisdictions_added_to_the_instance() -> No
         assert keys == [*added, "MIZORAM"]
 
 
+def test_ingest_job_ingests_and_the_evaluation_runs_after_the_partitions() -> None:
+    """A jurisdiction's golden questions are not scored while partitions load (issue 40):
+    golden_eval_scores stays a partitioned asset (the UI, automation) outside ingest_job, and
+    the evaluation job scores every question once after the partitions."""
+    ingest = {node.name for node in defs.resolve_job_def("ingest_job").graph.node_defs}
+    assert {"chunk_embeddings", "legal_chunks", "graph_edges", "akn_documents"} <= ingest
+    assert "golden_eval_scores" not in ingest
+    assert "golden_eval_all" in {
+        node.name for node in defs.resolve_job_def("evaluation_job").graph.node_defs
+    }
+    graph = defs.resolve_asset_graph()
+    assert graph.get(dg.AssetKey("golden_eval_scores")).partitions_def is not None
+
+
 def test_blocking_checks_guard_chunks() -> None:
     repo = defs.get_repository_def()
     specs = {

@@ -345,3 +345,19 @@ def test_dagster_instance_on_postgres_stores_a_run(
     with connect(with_database(pg_url, "dagster")) as conn:
         row = conn.execute("SELECT status FROM runs WHERE run_id = %s", (run_id,)).fetchone()
     assert row == ("SUCCESS",)
+
+    # the instance a process runs jobs on holds its connections: not one per event written
+    # (dagster-postgres' NullPool opened 5,564 in a cold materialization; issue 40)
+    import sqlalchemy
+
+    from civicsetu_pipelines.operate.runs import POOL_OVERFLOW, open_instance
+
+    opened: list[int] = []
+    with open_instance() as instance:
+        for storage in (instance.run_storage, instance.event_log_storage):
+            engine = storage._engine  # type: ignore[attr-defined]
+            sqlalchemy.event.listen(engine, "connect", lambda *_: opened.append(1))
+        events_before = len(instance.get_records_for_run(run_id).records)
+        assert dg.materialize([trivial], instance=instance).success
+    assert events_before > 10  # a run writes many events ...
+    assert 0 < len(opened) <= 2 * (1 + POOL_OVERFLOW)  # ... over a few held connections
