@@ -564,10 +564,46 @@ def corpus_store(
     return CorpusStore(url, state, packaged_models_dir)
 
 
+# -- The golden questions a test's evaluation scores --------------------------------------------
+
+GOLDEN_SUBSET_EVERY = 8  # the stride of :func:`golden_subset_questions`
+
+
+def golden_subset_questions(every: int = GOLDEN_SUBSET_EVERY) -> list[Any]:
+    """Every ``every``-th packaged golden question by id (both halves, every kind of question
+    the stride reaches): what an evaluation run in a test scores, not the whole set, so it proves
+    the job, not the golden set's size."""
+    from civicsetu_pipelines.evaluate.scoring import load_golden
+
+    return sorted(load_golden(), key=lambda q: q.id)[::every]
+
+
+def golden_subset_file() -> Path:
+    """:func:`golden_subset_questions` written once per run in the run's scratch directory
+    (``CIVICSETU_GOLDEN`` of the tests' evaluations and of their ``civicsetu materialize``,
+    whose answers and evaluation jobs run after the partitions). Written whole then renamed,
+    so an xdist worker never reads another's half-written file."""
+    from civicsetu_pipelines.evaluate.scoring import write_golden
+
+    path = Path(os.environ[RUN_DIR]) / f"golden_every_{GOLDEN_SUBSET_EVERY}.jsonl"
+    if not path.is_file():
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        write_golden(part, golden_subset_questions())
+        os.replace(part, path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def golden_subset() -> Path:
+    """The session's golden subset file (:func:`golden_subset_file`)."""
+    return golden_subset_file()
+
+
 def cli_env(state: Path) -> dict[str, str]:
     """The environment of a ``civicsetu`` command on a state directory of its own: the corpus
-    mirror, offline, no seed states, and none of the caller's database, Dagster home or broker
-    (the run's parse cache and models dir come with the rest of the environment)."""
+    mirror, offline, no seed states, the golden subset (:func:`golden_subset_file`), and none
+    of the caller's database, Dagster home or broker (the run's parse cache and models dir come
+    with the rest of the environment)."""
     import os
 
     from civicsetu_pipelines.base.settings import (
@@ -575,13 +611,15 @@ def cli_env(state: Path) -> dict[str, str]:
         ENV_CELERY_BROKER_URL,
         ENV_DATABASE_URL,
         ENV_ENABLE_SEED_STATES,
+        ENV_GOLDEN,
         ENV_MIRROR_DIRS,
         ENV_OFFLINE,
         ENV_STATE_DIR,
     )
 
     env = {**os.environ, ENV_STATE_DIR: str(state), ENV_OFFLINE: "1",
-           ENV_ENABLE_SEED_STATES: "0", ENV_MIRROR_DIRS: str(DEFAULT_MIRROR)}  # fmt: skip
+           ENV_ENABLE_SEED_STATES: "0", ENV_MIRROR_DIRS: str(DEFAULT_MIRROR),
+           ENV_GOLDEN: str(golden_subset_file())}  # fmt: skip
     for name in (ENV_DATABASE_URL, "DAGSTER_HOME", ENV_CELERY_BROKER_URL):
         env.pop(name, None)
     return env

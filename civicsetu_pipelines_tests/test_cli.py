@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
+from civicsetu_pipelines.base.settings import DEFAULT_MIRROR, ENV_GOLDEN
 from civicsetu_pipelines_tests.conftest import Processes
 
 CLI = str(Path(sys.executable).with_name("civicsetu"))
@@ -23,8 +23,13 @@ def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
 
 @pytest.fixture(scope="module")
 def cli_env(
-    pg_url: str, tmp_path_factory: pytest.TempPathFactory, processes: Processes
+    pg_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    processes: Processes,
+    golden_subset: Path,
 ) -> dict[str, str]:
+    """``materialize`` runs the answers and evaluation jobs after the partition: they score the
+    session's golden subset (``CIVICSETU_GOLDEN``), not the whole golden set."""
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
@@ -32,6 +37,7 @@ def cli_env(
     env = dict(os.environ)
     env["CIVICSETU_STATE_DIR"] = str(tmp_path_factory.mktemp("cli_state"))
     env["CIVICSETU_DATABASE_URL"] = pg_url
+    env[ENV_GOLDEN] = str(golden_subset)
     return env
 
 

@@ -22,7 +22,6 @@ from civicsetu_pipelines.evaluate.scoring import (
     GoldenError,
     headline,
     load_golden,
-    write_golden,
 )
 from civicsetu_pipelines.store.database import connect
 from civicsetu_pipelines.store.embedding import EmbeddingConfig
@@ -108,17 +107,8 @@ def _env(corpus_store: CorpusStore) -> dict[str, str]:
             "CIVICSETU_STATE_DIR": str(corpus_store.state_dir)}  # fmt: skip
 
 
-def _subset(path: Path, every: int = 8) -> list[Any]:
-    """Every ``every``-th golden question by id, written to ``path`` (both halves, every kind
-    of question the stride reaches): the evaluation job's run in a test scores these, not all
-    400-odd (CIVICSETU_GOLDEN), so it proves the job, not the golden set's size."""
-    picked = sorted(load_golden(), key=lambda q: q.id)[::every]
-    write_golden(path, picked)
-    return picked
-
-
 def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
-    corpus_store: CorpusStore, tmp_path: Path
+    corpus_store: CorpusStore, golden_subset: Path
 ) -> None:
     import dagster as dg
 
@@ -126,14 +116,14 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.evaluate.render_check import check_renders
 
-    golden = _subset(tmp_path / "golden_subset.jsonl")
+    golden = load_golden(golden_subset)  # the job scores these, not the whole golden set
     assert {q.split for q in golden} == {"dev", "test"}
     with connect(corpus_store.database_url) as conn:
         before = conn.execute("SELECT count(*) FROM eval_runs WHERE scope = 'ALL'").fetchone()
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(ENV_DATABASE_URL, corpus_store.database_url)
         patch.setenv(ENV_STATE_DIR, str(corpus_store.state_dir))
-        patch.setenv(ENV_GOLDEN, str(tmp_path / "golden_subset.jsonl"))
+        patch.setenv(ENV_GOLDEN, str(golden_subset))
         job = build_definitions().resolve_job_def("evaluation_job")
         results = []
         try:
@@ -144,7 +134,7 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
             # golden file has the job's identity and prints the job's figures (summary.json;
             # all but the run id and the machine's latencies)
             cli = str(Path(sys.executable).with_name("civicsetu"))
-            env = {**_env(corpus_store), ENV_GOLDEN: str(tmp_path / "golden_subset.jsonl")}
+            env = {**_env(corpus_store), ENV_GOLDEN: str(golden_subset)}
             printed = subprocess.run([cli, "eval", "--json"], env=env, capture_output=True,
                                      text=True, timeout=900)  # fmt: skip
             assert printed.returncode == 0, printed.stderr[-2000:]
