@@ -13,6 +13,7 @@ Everything is validated on load; every error names the YAML file and the documen
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
@@ -452,9 +453,33 @@ def read_entries(path: Path) -> list[Any]:
     return entries
 
 
+# Parsed registry files by (path, sha256 of their text): a run reads the registry a few dozen
+# times (24 in a cold materialization of two partitions, 2.2 s with PyYAML's Python loader);
+# an edited file has another hash and is parsed again. The specs are frozen.
+_PARSED: dict[tuple[str, str], tuple[DocumentSpec, ...]] = {}
+_PARSED_MAX = 64
+
+
 def parse_registry_file(path: Path | str) -> list[DocumentSpec]:
-    """Parse and validate one registry YAML file (keys unique within the file)."""
+    """Parse and validate one registry YAML file (keys unique within the file); a file read
+    before with the same text is not parsed again."""
     path = Path(path)
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        digest = ""  # read_entries says what is wrong with it
+    cached = _PARSED.get((str(path), digest)) if digest else None
+    if cached is not None:
+        return list(cached)
+    specs = _parse_registry_file(path)
+    if digest:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[(str(path), digest)] = tuple(specs)
+    return specs
+
+
+def _parse_registry_file(path: Path) -> list[DocumentSpec]:
     specs: list[DocumentSpec] = []
     for index, entry in enumerate(read_entries(path), start=1):
         if not isinstance(entry, Mapping):
