@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
-import importlib
-import logging
 import multiprocessing
 import os
 import socket
@@ -143,7 +141,6 @@ def run_partitions(
         # while this process waits on the worker's encoding.
         if warm_up is not None:
             warm_up()
-        threading.Thread(target=_import_ahead, name="civicsetu-imports", daemon=True).start()
         later = [spec for _, name, _ in to_run[1:] for spec in registry.documents(name)]
         threading.Thread(
             target=prefetch_parses,
@@ -189,22 +186,6 @@ def run_partitions(
         outcomes.append(outcome)
     order = {name: i for i, name in enumerate(partitions)}
     return sorted(outcomes, key=lambda o: order[o.jurisdiction])
-
-
-log = logging.getLogger(__name__)
-
-# Libraries the steps import on first use, imported by a thread while the first partition is
-# fetched and parsed: Great Expectations (the checks; 2.5 s here, 8.7 s of a loaded cold run)
-# and matplotlib's Agg canvas (the graph's picture).
-IMPORT_AHEAD = ("great_expectations", "matplotlib.figure", "matplotlib.backends.backend_agg")
-
-
-def _import_ahead() -> None:
-    for name in IMPORT_AHEAD:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - the step that needs it reports the failure
-            log.debug("importing %s ahead failed", name, exc_info=True)
 
 
 def _run_tags(fingerprint: str | None) -> dict[str, str]:

@@ -89,7 +89,7 @@ def _step_started(dagster_url: str, step: str, after: float) -> str | None:
 
 
 def test_materialize_killed_mid_load_loses_nothing_and_its_run_is_marked_failed(
-    env: dict[str, str],
+    env: dict[str, str], tmp_path: Path
 ) -> None:
     first = _materialize(env)
     assert first.returncode == 0, first.stderr[-2000:]
@@ -98,16 +98,22 @@ def test_materialize_killed_mid_load_loses_nothing_and_its_run_is_marked_failed(
     assert before
 
     began = time.time()
-    proc = subprocess.Popen(
-        [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--force", "--no-reports"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+    log = tmp_path / "killed.log"
+    with log.open("w") as err:
+        proc = subprocess.Popen(
+            [str(BIN / "civicsetu"), "materialize", "-j", JURISDICTION, "--force",
+             "--no-reports"],
+            env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+        )  # fmt: skip
     run_id = None
     deadline = time.monotonic() + 600
-    while run_id is None and time.monotonic() < deadline and proc.poll() is None:
+    while run_id is None and time.monotonic() < deadline:
+        ended = proc.poll() is not None
         run_id = _step_started(dagster_url, "legal_chunks", began)
+        if ended:
+            break
         time.sleep(0.05)
-    assert run_id is not None, "the load step never started"
+    assert run_id is not None, f"the load step never started: {log.read_text()[-3000:]}"
     os.killpg(proc.pid, signal.SIGKILL)  # the CLI and its model process, mid-load
     proc.wait(timeout=30)
     assert _run_status(dagster_url, run_id) == "STARTED"  # what Dagster alone would keep showing
