@@ -38,6 +38,7 @@ import psycopg
 if TYPE_CHECKING:  # the driver is needed only to sync, not to read or export
     import neo4j
 
+from civicsetu_pipelines.base import directory_lock
 from civicsetu_pipelines.graph.edges import EDGE_FIELDS
 from civicsetu_pipelines.ingest import unit_uri
 
@@ -665,7 +666,8 @@ def export_csv(snapshot: GraphSnapshot, out_dir: Path) -> dict[str, Path]:
     try:
         work.chmod(0o755)
         names = _write_export(snapshot, work)
-        _move_into_place(work, out_dir)
+        with directory_lock(out_dir.parent):  # two exports of one jurisdiction at once
+            _move_into_place(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise

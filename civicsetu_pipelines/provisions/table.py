@@ -354,8 +354,10 @@ def replace_provisions(
 ) -> int:
     """Replace a jurisdiction's provisions in one transaction; with ``run_id``, the values that
     moved since the previous run (:func:`provision_changes`) are recorded as its changes
-    (``store_changes``), in the same transaction."""
+    (``store_changes``), in the same transaction, under the jurisdiction's advisory lock (two
+    runs of one jurisdiction at once replace one after the other)."""
     with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"provisions:{jurisdiction}",))
         cur.execute(
             f"DELETE FROM state_provisions WHERE jurisdiction = %s RETURNING {', '.join(FIELDS)}",
             (jurisdiction,),
@@ -416,6 +418,7 @@ def drop_document_provisions(
     ``jurisdiction`` (it has no document left). The next run of the jurisdiction reads its
     provisions again from the documents that remain. Returns (provisions, flags) taken out."""
     with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"provisions:{jurisdiction}",))
         cur.execute(
             "DELETE FROM state_provisions WHERE jurisdiction = %s "
             "AND (%s OR document_key = ANY(%s))",
@@ -444,8 +447,9 @@ def stored_provisions(
 
 
 def replace_divergences(conn: psycopg.Connection[Any], flags: Sequence[Flag]) -> int:
-    """Replace every divergence flag in one transaction."""
+    """Replace every divergence flag in one transaction (one replacement at a time)."""
     with conn.transaction(), conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("divergences",))
         cur.execute("DELETE FROM state_divergences")
         cur.executemany(
             "INSERT INTO state_divergences (matter, jurisdiction, kind, message, evidence) "

@@ -428,6 +428,25 @@ def test_export_csv_from_postgres(graph_db: tuple[str, dict[str, str]], tmp_path
     assert len(rows) == 6  # the edge to the superseded Rule 10 is left out
 
 
+def test_two_exports_of_one_jurisdiction_at_once_both_land(tmp_path: Path) -> None:
+    """Two runs of one jurisdiction export at once: each replaces the directory whole, in
+    turn (the move is done under a lock on its parent), and the last one's files are there."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    snap = hand_snapshot("MAHARASHTRA", "CENTRAL")
+    target = tmp_path / "graph"
+
+    def export_often() -> None:
+        for _ in range(10):
+            export_csv(snap, target)
+
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(export_often) for _ in range(2)]:
+            done.result()
+    assert (target / "units.csv").is_file() and (target / "import.sh").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # nothing left over
+
+
 def test_export_csv_is_byte_identical_and_order_independent(tmp_path: Path) -> None:
     snap = hand_snapshot("MAHARASHTRA", "CENTRAL")
     first = export_csv(snap, tmp_path / "a")

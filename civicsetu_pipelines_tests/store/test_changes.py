@@ -142,6 +142,33 @@ def test_provision_values_that_moved_are_recorded(store_db: str) -> None:
     assert recorded[0]["detail"]["old_label"] == "Rule 7"
 
 
+def test_two_runs_of_one_jurisdiction_replace_its_provisions_one_after_the_other(
+    store_db: str,
+) -> None:
+    """Two runs of one jurisdiction at once (each its own connection) replace its provisions
+    in turn: no duplicate key, and the table holds one run's rows (the fresh-clone CI failure
+    of test_two_materializations_of_one_jurisdiction_at_once)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def replace_often(value: str) -> None:
+        with connect(store_db) as conn:
+            for _ in range(15):
+                replace_provisions(conn, "CONCURRENT", [
+                    Provision("CONCURRENT", matter, "found", value, None, "days", value, KEY,
+                              "Rule 7", str(uuid.uuid4()), 1)
+                    for matter in ("refund_days", "interest_rate", "agent_fee")
+                ])  # fmt: skip
+
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(replace_often, v) for v in ("30 days", "45 days")]:
+            done.result()
+    with connect(store_db) as conn:
+        rows = conn.execute(
+            "SELECT matter, value FROM state_provisions WHERE jurisdiction = 'CONCURRENT'"
+        ).fetchall()
+    assert len(rows) == 3 and len({value for _, value in rows}) == 1
+
+
 def _question(qid: str, cited: list[dict[str, str]]) -> dict[str, Any]:
     return {"question_id": qid, "jurisdiction": J, "query_type": "fact_lookup", "split": "dev",
             "phrasing": "legal", "query": f"question {qid}?", "status": "answered",
