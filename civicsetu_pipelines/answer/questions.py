@@ -500,15 +500,20 @@ def _uri_references(text: str) -> tuple[list[ExplicitReference], date | None]:
     if "/akn/" not in text:
         return [], None
     # cobalt is imported only for a question with a URI in it
-    from civicsetu_pipelines.ingest import AknError, named_unit
+    from civicsetu_pipelines.ingest import AknError, named_unit, registered_works
 
     out: list[ExplicitReference] = []
     day = None
+    works = registered_works()
     for match in _AKN_URI.finditer(text):
         try:
             unit = named_unit(match.group())
         except AknError as exc:
             raise QuestionError("bad_uri", str(exc)) from None
+        if unit.work not in works:  # another Act's section 10 is not the RERA Act's
+            raise QuestionError(
+                "bad_uri", f"{match.group()}: no registered document has the work URI {unit.work}"
+            )
         label = f"{unit.kind.capitalize()} {unit.number}{''.join(unit.path)}"
         out.append(ExplicitReference(unit.kind, unit.number, unit.path, label,
                                      unit.jurisdiction, match.group(), *match.span()))  # fmt: skip

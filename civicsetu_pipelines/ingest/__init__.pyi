@@ -11,6 +11,7 @@ from .akn import (
     named_unit as named_unit,
     parent_eids as parent_eids,
     parse_uri as parse_uri,
+    registered_works as registered_works,
     same_work as same_work,
     unit_eid as unit_eid,
     unit_uri as unit_uri,

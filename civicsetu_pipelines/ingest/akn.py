@@ -319,6 +319,7 @@ class NamedUnit:
     path: tuple[str, ...]
     jurisdiction: str
     day: dt.date | None
+    work: str = ""  # the work URI (``/akn/in/act/2016/16``)
 
 
 _ATTACHMENT = re.compile(r"^att_(form|annexure)-([a-z0-9]+)$")
@@ -350,4 +351,15 @@ def named_unit(text: str) -> NamedUnit:
     if not number:
         raise AknError(f"{text}: {head!r} has no number")
     path = tuple(f"({sub.rpartition('_')[2]})" for sub in subs if not sub.startswith("p_"))
-    return NamedUnit(kind, number, path, jurisdiction, expression_day(uri))
+    return NamedUnit(kind, number, path, jurisdiction, expression_day(uri), uri.work_uri(False))
+
+
+def registered_works() -> frozenset[str]:
+    """The work URIs of the registry's documents (``/akn/in/act/2016/16``, ...): what a URI in
+    a question may name."""
+    from civicsetu_pipelines.ingest.registry import load_registry
+
+    return frozenset(
+        work_uri(s.key, s.title, s.jurisdiction, s.doc_type, s.effective_date).work_uri(False)
+        for s in load_registry().documents()
+    )

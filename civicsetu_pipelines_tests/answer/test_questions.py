@@ -406,17 +406,17 @@ def test_reference_offsets_quote_the_phrase_in_the_canonical_text() -> None:
         ("Explain /akn/in-gj/act/rules/2017/gujarat-general-rules-2017/eng@2024-04-01/"
          "!main~rule_16__subrule_1__para_a.", ("rule", "16", ("(1)", "(a)"), "GUJARAT"),
          date(2024, 4, 1)),
-        ("What is /akn/in-ka/act/rules/2017/karnataka-rules-2017/~att_form-b?",
-         ("form", "B", (), "KARNATAKA"), None),
+        ("What is /akn/in-ka/act/rules/2017/karnataka-agreement-for-sale-draft-rules-2017/"
+         "~att_form-b?", ("form", "B", (), "KARNATAKA"), None),
         # a state's regulations are marked up as sections; a question asks them as rules
-        ("And /akn/in-ch/act/regulations/2019/x/~sec_5?", ("rule", "5", (), "CHANDIGARH"),
-         None),
+        ("And /akn/in-mh/act/regulations/2019/maharashtra-appellate-tribunal-regulations-2019/"
+         "~sec_5?", ("rule", "5", (), "MAHARASHTRA"), None),
     ],
 )  # fmt: skip
 def test_an_akn_uri_is_a_reference_to_the_unit_it_names(
     question: str, expected: tuple[object, ...], day: date | None
 ) -> None:
-    query = ask(question)
+    query = ask(question, ALL_KNOWN)
     (ref,) = query.references
     assert (ref.kind, ref.number, ref.path, ref.jurisdiction) == expected
     assert ref.phrase.startswith("/akn/") and query.text[ref.start : ref.end] == ref.phrase
@@ -427,7 +427,10 @@ def test_an_akn_uri_is_a_reference_to_the_unit_it_names(
 
 
 def test_a_uri_and_a_printed_reference_together() -> None:
-    query = ask("Compare /akn/in-gj/act/rules/2017/g/~rule_16 with section 18 of the Act.")
+    query = ask(
+        "Compare /akn/in-gj/act/rules/2017/gujarat-general-rules-2017/~rule_16 with "
+        "section 18 of the Act."
+    )
     assert [(r.label, r.jurisdiction) for r in query.references] == [
         ("Rule 16", "GUJARAT"), ("Section 18", "CENTRAL")]  # fmt: skip
     assert query.jurisdictions == ("GUJARAT", "CENTRAL")
@@ -439,6 +442,8 @@ def test_a_uri_and_a_printed_reference_together() -> None:
         ("What is /akn/in-zz/act/2016/16/~sec_1?", "no jurisdiction has the place 'in-zz'"),
         ("What does /akn/in/act/2016/16 say?", "names no section"),
         ("Read /akn/in/act/2016/16/~para_3", "names no section"),
+        # another Act's section 10 is not the RERA Act's
+        ("What does /akn/in/act/1872/9/~sec_10 say?", "no registered document has the work"),
     ],
 )
 def test_a_uri_naming_no_provision_is_a_clear_error(question: str, says: str) -> None:
