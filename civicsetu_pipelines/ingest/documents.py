@@ -20,7 +20,7 @@ from typing import Any
 from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document
 from civicsetu_pipelines.ingest.legal_structure import build_chunks
-from civicsetu_pipelines.ingest.ocr import tesseract_identity
+from civicsetu_pipelines.ingest.ocr import reading_ahead, tesseract_identity
 from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf
 from civicsetu_pipelines.ingest.registry import DocumentSpec, PageRangeError
 
@@ -234,15 +234,16 @@ def prefetch_parses(
     Best effort: a document that fails here is left for its run, which reports the failure.
     """
     done = 0
-    for spec in specs:
-        try:
-            fetched = fetch_document(
-                spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache, offline=offline
-            )
-            parse_rows_cached(spec, fetched.path, fetched.sha256, parse_cache, ocr=ocr)
-            done += 1
-        except Exception:  # noqa: BLE001 - the run itself reports what went wrong
-            continue
+    with reading_ahead():  # its OCR gives way to the runs' own work
+        for spec in specs:
+            try:
+                fetched = fetch_document(
+                    spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache, offline=offline
+                )
+                parse_rows_cached(spec, fetched.path, fetched.sha256, parse_cache, ocr=ocr)
+                done += 1
+            except Exception:  # noqa: BLE001 - the run itself reports what went wrong
+                continue
     return done
 
 
