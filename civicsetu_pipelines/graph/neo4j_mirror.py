@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import tempfile
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +39,7 @@ if TYPE_CHECKING:  # the driver is needed only to sync, not to read or export
 
 from civicsetu_pipelines.base import directory_lock
 from civicsetu_pipelines.graph.edges import EDGE_FIELDS
-from civicsetu_pipelines.ingest import unit_uri
+from civicsetu_pipelines.store import is_chunk_id, unit_uris
 
 # --------------------------------------------------------------------------------------------
 # Snapshot of the Postgres graph
@@ -52,14 +51,14 @@ EDGE_TYPES = ("HAS_PART", "REFERENCES", "DERIVED_FROM", "EXTERNAL_REFERENCE", "A
 DOCUMENT_COLUMNS = ("key", "jurisdiction", "title", "doc_type", "source_url")
 UNIT_COLUMNS = (
     "chunk_id", "document_key", "jurisdiction", "doc_type", "unit", "number", "label",
-    "section_label", "title", "page_start", "page_end", "legal_path", "eid", "valid_from",
+    "section_label", "title", "page_start", "page_end", "eid",
 )  # fmt: skip
 EDGE_COLUMNS = ("jurisdiction", *EDGE_FIELDS)
 
 _DOCUMENT_SELECT = "SELECT key, jurisdiction, title, doc_type, source_url FROM documents"
 _UNIT_SELECT = (
     "SELECT chunk_id::text AS chunk_id, document_key, jurisdiction, doc_type, unit, number, label,"
-    " section_label, title, page_start, page_end, legal_path, eid, valid_from FROM legal_chunks"
+    " section_label, title, page_start, page_end, eid FROM legal_chunks"
 )
 _ORDER_UNITS = " ORDER BY document_key, ordinal, chunk_id"
 
@@ -85,16 +84,11 @@ UNITS_BY_ID_SQL = (
 PAST_UNITS_BY_ID_SQL = (
     f"SELECT {', '.join(UNIT_COLUMNS)} FROM (SELECT DISTINCT ON (chunk_id) chunk_id::text AS "
     "chunk_id, document_key, jurisdiction, doc_type, unit, number, label, section_label, title, "
-    "page_start, page_end, legal_path, eid, valid_from, ordinal FROM legal_chunks "
+    "page_start, page_end, eid, valid_from, ordinal FROM legal_chunks "
     "WHERE chunk_id = ANY(%(ids)s::uuid[]) "
     "ORDER BY chunk_id, valid_from DESC) u" + _ORDER_UNITS
 )
 DOCUMENTS_BY_KEY_SQL = _DOCUMENT_SELECT + " WHERE key = ANY(%(keys)s::text[]) ORDER BY key"
-# what a unit's Akoma Ntoso address is made of besides its own columns
-_ADDRESSES_SQL = (
-    "SELECT key AS document_key, title AS document_title, effective_date AS document_date, "
-    "language AS document_language FROM documents WHERE key = ANY(%(keys)s::text[])"
-)
 
 
 @dataclass
@@ -115,14 +109,6 @@ def _fetch(cur: psycopg.Cursor[Any], query: str, params: Mapping[str, Any]) -> l
     cur.execute(query, params)  # constant SQL; values only as parameters
     names = [d.name for d in cur.description or []]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
-def _is_uuid(value: Any) -> bool:
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 def read_snapshot(conn: psycopg.Connection[Any], jurisdiction: str | None = None) -> GraphSnapshot:
@@ -151,23 +137,24 @@ def read_snapshot(conn: psycopg.Connection[Any], jurisdiction: str | None = None
         wanted: set[str] = set()
         for edge in edges:
             for end in (edge["source_id"], edge["target_id"]):
-                if end is not None and str(end) not in unit_ids and _is_uuid(end):
+                if end is not None and str(end) not in unit_ids and is_chunk_id(end):
                     wanted.add(str(end))
         if wanted:
             units += _fetch(cur, UNITS_BY_ID_SQL, {"ids": sorted(wanted)})
         unit_ids = {str(u["chunk_id"]) for u in units}
         past = {str(e["source_id"]) for e in edges if e["edge_type"] == "AMENDED_BY"
-                and str(e["source_id"]) not in unit_ids and _is_uuid(e["source_id"])}  # fmt: skip
+                and str(e["source_id"]) not in unit_ids
+                and is_chunk_id(e["source_id"])}  # fmt: skip
         if past:
             units += _fetch(cur, PAST_UNITS_BY_ID_SQL, {"ids": sorted(past)})
         doc_keys = {str(d["key"]) for d in documents}
         missing_docs = {str(u["document_key"]) for u in units} - doc_keys
         if missing_docs:
             documents += _fetch(cur, DOCUMENTS_BY_KEY_SQL, {"keys": sorted(missing_docs)})
-        keys = sorted({str(u["document_key"]) for u in units})
-        addresses = {a["document_key"]: a for a in _fetch(cur, _ADDRESSES_SQL, {"keys": keys})}
-    for unit in units:  # its expression URI with its eId, as every citation shows it
-        unit["uri"] = unit_uri({**addresses.get(str(unit["document_key"]), {}), **unit})
+        # each unit's expression URI with its eId, as every citation shows it
+        uris = unit_uris(conn, [str(u["chunk_id"]) for u in units])
+    for unit in units:
+        unit["uri"] = uris.get(str(unit["chunk_id"]))
     for edge in edges:
         if edge["confidence"] is not None:
             edge["confidence"] = float(edge["confidence"])

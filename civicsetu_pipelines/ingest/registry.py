@@ -425,12 +425,18 @@ def _format_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def read_entries(path: Path) -> list[Any]:
-    """The raw ``documents`` entries of one registry file, its shape checked (errors name it)."""
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise RegistryError(f"{path}: cannot read registry file: {exc}") from exc
+
+
+def read_entries(path: Path, text: str | None = None) -> list[Any]:
+    """The raw ``documents`` entries of one registry file (its ``text`` when already read),
+    its shape checked (errors name it)."""
+    if text is None:
+        text = _read_text(path)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -464,24 +470,21 @@ def parse_registry_file(path: Path | str) -> list[DocumentSpec]:
     """Parse and validate one registry YAML file (keys unique within the file); a file read
     before with the same text is not parsed again."""
     path = Path(path)
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        digest = ""  # read_entries says what is wrong with it
-    cached = _PARSED.get((str(path), digest)) if digest else None
+    text = _read_text(path)
+    key = (str(path), hashlib.sha256(text.encode("utf-8")).hexdigest())
+    cached = _PARSED.get(key)
     if cached is not None:
         return list(cached)
-    specs = _parse_registry_file(path)
-    if digest:
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[(str(path), digest)] = tuple(specs)
+    specs = _parse_registry_file(path, text)
+    if len(_PARSED) >= _PARSED_MAX:
+        _PARSED.clear()
+    _PARSED[key] = tuple(specs)
     return specs
 
 
-def _parse_registry_file(path: Path) -> list[DocumentSpec]:
+def _parse_registry_file(path: Path, text: str) -> list[DocumentSpec]:
     specs: list[DocumentSpec] = []
-    for index, entry in enumerate(read_entries(path), start=1):
+    for index, entry in enumerate(read_entries(path, text), start=1):
         if not isinstance(entry, Mapping):
             raise RegistryError(f"{path}: document #{index} must be a mapping, got {entry!r}")
         key = entry.get("key")

@@ -71,6 +71,7 @@ from .legal_chunks import (
     ensure_serving as ensure_serving,
     explain_nearest as explain_nearest,
     in_force_clause as in_force_clause,
+    is_chunk_id as is_chunk_id,
     jurisdictions_served as jurisdictions_served,
     knn_statement as knn_statement,
     knn_strategy as knn_strategy,

@@ -16,7 +16,6 @@ events and passive modifications. :func:`akn_texts` reads the units' texts back 
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +41,10 @@ from civicsetu_pipelines.ingest import (
     parse_uri,
     same_work,
     unit_eid,
+    unit_uri,
     work_uri,
 )
-from civicsetu_pipelines.store.legal_chunks import in_force_clause
+from civicsetu_pipelines.store.legal_chunks import in_force_clause, is_chunk_id
 
 NS = "http://docs.oasis-open.org/legaldocml/ns/akn/3.0"
 E = ElementMaker(namespace=NS, nsmap={None: NS})
@@ -164,35 +164,25 @@ def unit_address(doc: AknDocument, row: Mapping[str, Any]) -> str:
 
 def unit_uris(conn: psycopg.Connection[Any], chunk_ids: Iterable[str]) -> dict[str, str]:
     """The Akoma Ntoso address of each stored unit by chunk id (its current row, else its
-    latest), for a report or a table that names units by chunk: the expression of the unit's
-    point in time with its eId. A chunk no stored document holds has none."""
-    ids = sorted({str(c) for c in chunk_ids if c and _is_uuid(str(c))})
+    latest), as its citations show it (:func:`~civicsetu_pipelines.ingest.akn.unit_uri`): the
+    expression of the unit's point in time with its eId. For a report, the graph export or a
+    table that names units by chunk; a chunk not stored has none."""
+    ids = sorted({str(c) for c in chunk_ids if c and is_chunk_id(c)})
     if not ids:
         return {}
-    docs = {d.key: d for d in akn_documents(conn)}
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(
-            "SELECT DISTINCT ON (chunk_id) chunk_id::text AS chunk_id, document_key, unit, "
-            "legal_path, eid, valid_from FROM legal_chunks WHERE chunk_id = ANY(%s::uuid[]) "
-            "ORDER BY chunk_id, (status = 'current') DESC, valid_from DESC",
+            "SELECT DISTINCT ON (c.chunk_id) c.chunk_id::text AS chunk_id, c.document_key, "
+            "c.jurisdiction, c.doc_type, c.unit, c.legal_path, c.eid, c.valid_from, "
+            "d.title AS document_title, d.effective_date AS document_date, "
+            "d.language AS document_language FROM legal_chunks c "
+            "LEFT JOIN documents d ON d.key = c.document_key "
+            "WHERE c.chunk_id = ANY(%s::uuid[]) "
+            "ORDER BY c.chunk_id, (c.status = 'current') DESC, c.valid_from DESC",
             (ids,),
         )
         rows = cur.fetchall()
-    out = {}
-    for row in rows:
-        doc = docs.get(str(row["document_key"]))
-        if doc is not None:
-            row["eid"] = row["eid"] or unit_eid(str(row["unit"]), str(row["legal_path"]))
-            out[str(row["chunk_id"])] = unit_address(doc, row)
-    return out
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
+    return {str(row["chunk_id"]): uri for row in rows if (uri := unit_uri(row))}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -86,6 +86,17 @@ class LoadStats:
     changes: list[Change] = field(default_factory=list)  # recorded in store_changes
 
 
+def is_chunk_id(value: Any) -> bool:
+    """Whether ``value`` is a chunk id (a UUID, as ``legal_chunks.chunk_id`` holds them), so
+    that it may be cast to ``uuid`` in a query: graph edges also name documents and
+    enactments."""
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 def _run_id() -> str:
     """The run id of a load or retirement made outside a Dagster run."""
     return f"local-{uuid.uuid4().hex}"
