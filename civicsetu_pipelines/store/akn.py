@@ -273,8 +273,7 @@ def export_document(
     target eId, the day the target came into force), as ``graph.reference_links`` reads
     them."""
     by_key = {d.key: d for d in akn_documents(conn)}
-    targets = {link[2] for found in (references or {}).values() for link in found}
-    dates = {t: expression_dates(conn, t) for t in targets - {doc.key} if t in by_key}
+    dates: dict[str, list[dt.date]] = {}  # each other document's points in time, read once
     records = []
     folder = out_dir / doc.work.work_uri(False).removeprefix("/akn/")
     written: set[Path] = set()
@@ -283,13 +282,20 @@ def export_document(
         if not rows:
             continue
         events = _events(conn, doc.key, day)
-        links = {
-            chunk: [(start, end, _href(doc, day, by_key[target], dates.get(target, []), eid,
-                                       since))
-                    for start, end, target, eid, since in found
-                    if target == doc.key or target in dates]
-            for chunk, found in (references or {}).items()
-        }  # fmt: skip
+        links: dict[str, list[Link]] = {}
+        for row in rows:
+            for start, end, target, eid, since in (references or {}).get(row["chunk_id"], ()):
+                if target == doc.key:
+                    href = f"#{eid}"
+                elif target in by_key:
+                    if target not in dates:
+                        dates[target] = expression_dates(conn, target)
+                    if not dates[target]:  # no point in time to link to
+                        continue
+                    href = _href(day, by_key[target], dates[target], eid, since)
+                else:
+                    continue
+                links.setdefault(row["chunk_id"], []).append((start, end, href))
         xml = document_xml(doc, day, rows, events, by_key, links)
         path = folder / f"{doc.language}@{day}.xml"
         write_atomic(path, xml)  # a concurrent run of the jurisdiction reads a whole file
@@ -305,19 +311,12 @@ def export_document(
 
 
 def _href(
-    doc: AknDocument,
-    day: dt.date,
-    target: AknDocument,
-    dates: Sequence[dt.date],
-    eid: str,
-    since: dt.date | None,
+    day: dt.date, target: AknDocument, dates: Sequence[dt.date], eid: str, since: dt.date | None
 ) -> str:
-    """A link to a unit: ``#eid`` in the same document, else the unit in the target's
-    expression in force on ``day``, or on the day the unit came into force (``since``) when
-    that is later: an expression URI with the eId as its portion,
+    """A link to a unit of another document: the unit in that document's expression in force
+    on ``day`` (its first when none was yet), or on the day the unit came into force
+    (``since``) when that is later: an expression URI with the eId as its portion,
     ``/akn/in/act/2016/16/eng@2017-05-01/!main~sec_18``."""
-    if target.key == doc.key or not dates:
-        return f"#{eid}"
     when = max((d for d in dates if d <= day), default=dates[0])
     if since is not None and since > when:
         when = since
@@ -655,7 +654,7 @@ def _link(
     root: Any, rows: Sequence[Mapping[str, Any]], links: Mapping[str, Sequence[Link]]
 ) -> None:
     """Mark up the cross-references the graph resolved as ``<ref href>`` around their phrase
-    in each unit's text (``#sec_19`` in the same document, ``/akn/in/act/2016/16/~sec_18`` in
+    in each unit's text (``#sec_19`` in the same document, an expression URI with the eId in
     another); the text stays verbatim. Overlapping phrases: the first, longest one."""
     elements = _text_elements(root)
     for row in rows:
