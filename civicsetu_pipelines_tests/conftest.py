@@ -40,6 +40,7 @@ from civicsetu_pipelines.base.settings import (
     Settings,
 )
 from civicsetu_pipelines.store.database import EmbeddedPostgres, apply_migrations
+from civicsetu_pipelines_tests.gazette_site import site  # noqa: F401 - a fixture the sources tests share
 
 RUN_STARTED = "CIVICSETU_TEST_RUN_STARTED"  # Unix time the run began (set once, inherited)
 RUN_DIR = "CIVICSETU_TEST_RUN_DIR"  # the run's own scratch directory (removed at its end)

@@ -20,11 +20,15 @@ from civicsetu_pipelines_tests.amending_documents import (
     AMENDMENT,
     AMENDMENT_TITLE,
     APRIL,
+    GO,
     MISSING,
+    ORDER_DATE,
     RULES_TITLE,
+    dated_rules_pages,
     rules_pages,
 )
 from civicsetu_pipelines_tests.conftest import Processes
+from civicsetu_pipelines_tests.gazette_site import listing
 from civicsetu_pipelines_tests.pdfgen import (
     encrypted_pdf,
     scanned_pdf,
@@ -388,6 +392,82 @@ def test_an_amendment_added_with_documents_add_changes_what_ask_cites_from_its_d
     assert exported.returncode == 0, exported.stderr
     edges = "".join(p.read_text() for p in (tmp_path / "graph").rglob("*.csv"))
     assert "AMENDED_BY" in edges
+
+
+def test_a_watched_listing_page_registers_amends_and_retires_a_state_with_no_flags(
+    env: dict[str, str], tmp_path: Path, site: tuple[Path, str]
+) -> None:
+    """Issue 37 as a user meets it, through the CLI and a real HTTP server: a listing page links
+    a state's rules; `sources add` and `watch --once` register (read from the PDF's own words,
+    no flag given) and materialize them. A government order amending one of those rules, linked
+    on the page later, is picked up by the next tick and applied from its date; `changes --json`
+    names the rule it changed and the order. The rules cannot be removed while the order that
+    amends them stays; both removed together while the database is down, the next `watch
+    --once` retires them: no current row of the state is left and `ask` no longer cites them."""
+    root, base = site
+    online = {k: v for k, v in env.items() if k != "CIVICSETU_OFFLINE"}
+    write_pdf(root / "rules.pdf", dated_rules_pages())
+    write_pdf(root / "go-21.pdf", [GO])
+    listing(root, "rules.pdf")
+    added = _run(["sources", "add", "-j", "Mizoram", f"{base}/index.html"], online)
+    assert added.returncode == 0, added.stderr
+    watch = ["watch", "--once", "--json", "--delay", "0", "--timeout", "10"]
+
+    def tick() -> dict[str, Any]:
+        ticked = _run(watch, online)
+        assert ticked.returncode == 0, ticked.stdout[-2000:] + ticked.stderr[-2000:]
+        return dict(json.loads(ticked.stdout))
+
+    first = tick()
+    rules = "mizoram_real_estate_regulation_and_development_rules_2018"
+    assert [r["key"] for r in first["registered"]] == [rules]
+    assert [(m["jurisdiction"], m["status"]) for m in first["materialized"]] == [("MIZORAM", "ok")]
+    fee = "What fee per square meter must the promoter pay for registration?"
+
+    def quoted(*extra: str) -> str:
+        asked = _run(["ask", fee, "-j", "MIZORAM", "--json", *extra], online)
+        assert asked.returncode == 0, asked.stderr
+        result = json.loads(asked.stdout)
+        assert result["status"] == "answered", result
+        return " ".join(str(c["quote"]) for c in result["citations"] if c["label"] == "Rule 3")
+
+    assert "fee of ten rupees" in quoted()
+
+    listing(root, "rules.pdf", "go-21.pdf")
+    second = tick()
+    (order,) = second["registered"]
+    assert second["changed"] == ["MIZORAM"] and second["materialized"][0]["status"] == "ok"
+    docs = {d["key"]: d for d in json.loads(_run(["documents", "list", "--json"], online).stdout)}
+    assert docs[order["key"]]["kind"] == "order"
+    assert docs[order["key"]]["effective_date"] == ORDER_DATE.isoformat()
+    assert "twenty" in quoted() and "twenty" not in quoted("--as-of", "2019-01-01")
+    listed = _run(["changes", "-j", "MIZORAM", "--json"], online)
+    assert listed.returncode == 0, listed.stderr
+    (changed,) = [c for c in json.loads(listed.stdout)["changes"] if c["kind"] == "changed"]
+    assert (changed["document_key"], changed["unit_label"], changed["instrument"]) == (
+        rules, "Rule 3", order["key"])  # fmt: skip
+    assert changed["old_sha256"] != changed["new_sha256"]
+    assert changed["detail"]["date"] == ORDER_DATE.isoformat()
+
+    alone = _run(["documents", "remove", rules], online)
+    assert alone.returncode == 2 and f"{order['key']!r} amends {rules!r}" in alone.stderr
+    assert "nothing removed" in alone.stderr and "Traceback" not in alone.stderr
+    down = {**online, "CIVICSETU_DATABASE_URL": f"postgresql://postgres@/postgres?host={tmp_path}"}
+    removed = _run(["documents", "remove", rules, order["key"]], down)
+    assert removed.returncode == 0, removed.stderr
+    assert "its rows will be retired by the next `civicsetu materialize -j MIZORAM`" in (
+        removed.stdout
+    )
+    third = tick()
+    assert third["registered"] == [] and third["unretired"] == {"MIZORAM": sorted(
+        [rules, order["key"]])}  # fmt: skip
+    with connect(env["CIVICSETU_DATABASE_URL"]) as conn:
+        row = conn.execute("SELECT count(*) FROM legal_chunks WHERE jurisdiction = 'MIZORAM' AND "
+                           "status <> 'superseded'").fetchone()  # fmt: skip
+    assert row == (0,)
+    asked = _run(["ask", fee, "-j", "MIZORAM", "--json"], online)
+    assert not {rules, order["key"]} & _cited(asked), asked.stdout
+    assert tick()["unretired"] == {}  # retired once: the next tick has nothing to do
 
 
 # -- add reads the kind, title, date and what it amends from the document (in process) --------

@@ -37,6 +37,18 @@ def connect_store() -> Any:
     return connect(url)
 
 
+def store_if_any() -> Any:
+    """A connection to the store, or None when this state directory never had one (no
+    ``CIVICSETU_DATABASE_URL`` and no embedded data directory: nothing to retire); raises when
+    the configured database cannot be reached."""
+    from civicsetu_pipelines.store import EmbeddedPostgres
+
+    settings = Settings.from_env()
+    if not settings.database_url and not EmbeddedPostgres.from_settings(settings).data_dir.is_dir():
+        return None
+    return connect_store()
+
+
 def read_all_stats() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Per-document catalog rows and per-jurisdiction store rows."""
     from civicsetu_pipelines.store import read_stats, store_stats

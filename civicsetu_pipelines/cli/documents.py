@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from civicsetu_pipelines.cli.common import connect_store, console, out, print_json
+from civicsetu_pipelines.cli.common import connect_store, console, out, print_json, store_if_any
 
 documents_app = typer.Typer(
     help="The registered documents: add your own, list, remove; and those a watched source "
@@ -204,76 +204,87 @@ def documents_list(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
 
 
 @documents_app.command("remove")
-def documents_remove(key: Annotated[str, typer.Argument(help="A key added with `add`")]) -> None:
-    """Take an added document out of the registry and retire its rows at once, in one
-    transaction (its units, catalog entry, graph edges and provisions: nothing of it is served
-    afterwards; `history` still shows it, with an end), and the Neo4j mirror when one is
-    configured. When the database cannot be reached, the next `civicsetu materialize -j J`
-    retires them. Warns with the citations from other documents that become unresolved."""
-    from civicsetu_pipelines.graph import citations_of
-    from civicsetu_pipelines.ingest import AddError, load_registry, remove_document
-    from civicsetu_pipelines.operate import mirror_jurisdiction, retire_jurisdiction_documents
+def documents_remove(
+    keys: Annotated[
+        list[str], typer.Argument(help="Keys added with `add` (an amendment with what it amends)")
+    ],
+) -> None:
+    """Take added documents out of the registry and retire their rows at once, in one
+    transaction per jurisdiction (units, catalog entries, graph edges and provisions: nothing of
+    them is served afterwards; `history` still shows them, with an end), and the Neo4j mirror
+    when one is configured. When the database cannot be reached, the next `civicsetu materialize
+    -j J` (or `civicsetu watch --once`) retires them. A document another one left registered
+    amends is removed with it or after it. Warns with the citations from other documents that
+    become unresolved."""
+    from civicsetu_pipelines.ingest import AddError, remove_documents
 
     try:
-        spec = remove_document(key)
+        specs = remove_documents(keys)
     except AddError as exc:
         console.print(f"[red]not removed: {exc}[/red]")
         raise typer.Exit(2) from None
-    jurisdiction = str(spec.jurisdiction)
-    later = f"its rows will be retired by the next `civicsetu materialize -j {jurisdiction}`"
-    _say(f"removed {key!r} ({jurisdiction}) from the registry")
+    by_jurisdiction: dict[str, list[str]] = {}
+    for spec in specs:
+        _say(f"removed {spec.key!r} ({spec.jurisdiction}) from the registry")
+        by_jurisdiction.setdefault(str(spec.jurisdiction), []).append(spec.key)
     try:
-        conn = _store_if_any()
+        conn = store_if_any()
     except Exception as exc:  # noqa: BLE001 - the registry changed; say what is left to do
-        _say(f"the database is not running or cannot be reached ({_one_line(exc)}): {later}")
+        for jurisdiction in by_jurisdiction:
+            _say(f"the database is not running or cannot be reached ({_one_line(exc)}): "
+                 f"{_later(jurisdiction)}")  # fmt: skip
         return
     if conn is None:
         _say("nothing was ever stored in this state directory: no rows to retire")
         return
-    registered = [s.key for s in load_registry().documents(jurisdiction)]
     with conn:
-        cited = citations_of(conn, key)
-        try:
-            retired = retire_jurisdiction_documents(conn, jurisdiction, registered=registered,
-                                                    only=[key])  # fmt: skip
-            conn.commit()
-        except Exception as exc:  # noqa: BLE001 - rolled back whole; say what is left to do
-            console.print(f"[red]its rows were not retired ({_one_line(exc)}): {later}[/red]")
-            raise typer.Exit(1) from None
-        left = ("; it was the last document of " + jurisdiction + ": nothing of it is served"
-                if not registered else
-                f"; the next `civicsetu materialize -j {jurisdiction}` agrees")  # fmt: skip
-        _say(f"{key!r}: {retired.summary()}{left}")
-        try:
-            mirrored = mirror_jurisdiction(conn, jurisdiction)
-        except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
-            why = _one_line(exc)
-            console.print(f"[yellow]the Neo4j mirror was not updated ({why}): `civicsetu "
-                          f"materialize -j {jurisdiction}` syncs it[/yellow]")  # fmt: skip
-        else:
-            if mirrored is not None:
-                _say(f"Neo4j mirror of {jurisdiction}: {mirrored['documents_removed']} "
-                     f"document(s), {mirrored['units_removed']} unit(s) and "
-                     f"{mirrored['edges_removed']} edge(s) removed")  # fmt: skip
+        for jurisdiction, removed in by_jurisdiction.items():
+            _retire_removed(conn, jurisdiction, removed)
+
+
+def _later(jurisdiction: str) -> str:
+    return f"its rows will be retired by the next `civicsetu materialize -j {jurisdiction}`"
+
+
+def _retire_removed(conn: Any, jurisdiction: str, removed: list[str]) -> None:
+    """Retire ``removed`` (just taken out of the registry) of ``jurisdiction`` in one
+    transaction, sync the Neo4j mirror, and warn of the citations left unresolved."""
+    from civicsetu_pipelines.graph import citations_of
+    from civicsetu_pipelines.ingest import load_registry
+    from civicsetu_pipelines.operate import mirror_jurisdiction, retire_jurisdiction_documents
+
+    registered = [s.key for s in load_registry().documents(jurisdiction)]
+    named = ", ".join(repr(k) for k in removed)
+    cited = [edge for key in removed for edge in citations_of(conn, key)
+             if edge["source_document"] not in removed]  # fmt: skip
+    try:
+        retired = retire_jurisdiction_documents(conn, jurisdiction, registered=registered,
+                                                only=removed)  # fmt: skip
+        conn.commit()
+    except Exception as exc:  # noqa: BLE001 - rolled back whole; say what is left to do
+        console.print(f"[red]the rows of {named} were not retired ({_one_line(exc)}): "
+                      f"{_later(jurisdiction)}[/red]")  # fmt: skip
+        raise typer.Exit(1) from None
+    left = ("; it was the last document of " + jurisdiction + ": nothing of it is served"
+            if not registered else
+            f"; the next `civicsetu materialize -j {jurisdiction}` agrees")  # fmt: skip
+    _say(f"{named}: {retired.summary()}{left}")
+    try:
+        mirrored = mirror_jurisdiction(conn, jurisdiction)
+    except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
+        console.print(f"[yellow]the Neo4j mirror was not updated ({_one_line(exc)}): `civicsetu "
+                      f"materialize -j {jurisdiction}` syncs it[/yellow]")  # fmt: skip
+    else:
+        if mirrored is not None:
+            _say(f"Neo4j mirror of {jurisdiction}: {mirrored['documents_removed']} "
+                 f"document(s), {mirrored['units_removed']} unit(s) and "
+                 f"{mirrored['edges_removed']} edge(s) removed")  # fmt: skip
     if cited:
-        console.print(f"[yellow]warning: {len(cited)} citation(s) of {key!r} by other documents "
+        console.print(f"[yellow]warning: {len(cited)} citation(s) of {named} by other documents "
                       "are now unresolved:[/yellow]")  # fmt: skip
         for edge in cited:
             console.print(f"[yellow]  {edge['source_document']} {edge['source_label']} -> "
                           f"{edge['target_label']} ({edge['edge_type']})[/yellow]")  # fmt: skip
-
-
-def _store_if_any() -> Any:
-    """A connection to the store, or None when this state directory never had one (no
-    ``CIVICSETU_DATABASE_URL`` and no embedded data directory: nothing to retire); raises when
-    the configured database cannot be reached."""
-    from civicsetu_pipelines.base import Settings
-    from civicsetu_pipelines.store import EmbeddedPostgres
-
-    settings = Settings.from_env()
-    if not settings.database_url and not EmbeddedPostgres.from_settings(settings).data_dir.is_dir():
-        return None
-    return connect_store()
 
 
 def _one_line(exc: BaseException) -> str:

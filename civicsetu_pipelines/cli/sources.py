@@ -128,18 +128,55 @@ def watch(
             raise typer.Exit(2) from None
         result = tick.to_dict()
         runs_failed = False
-        if materialize and tick.changed:
-            result["materialized"], runs_failed = _materialize(tick.changed, as_json)
+        if not as_json:
+            _print_tick(tick)  # what the tick found, before the runs it asks for
+        unretired = _removed_but_served(jurisdiction) if materialize else {}
+        result["unretired"] = unretired
+        changed = sorted({*tick.changed, *unretired})
+        if materialize and changed:
+            for code, keys in unretired.items():
+                _note(f"{code}: {', '.join(keys)} removed from the registry but still served: "
+                      "its run retires them", as_json)  # fmt: skip
+            result["materialized"], runs_failed = _materialize(changed, as_json)
         if as_json:
             print_json(result)
-        else:
-            _print_tick(tick)
         failed = bool(tick.failed) or any(s.status == "failed" for s in tick.sources)
         if once:
             if failed or runs_failed:
                 raise typer.Exit(1)
             return
         time.sleep(interval)
+
+
+def _removed_but_served(jurisdictions: list[str] | None) -> dict[str, list[str]]:
+    """The documents the store still serves that the registry no longer holds (removed while
+    the database could not be reached, or by hand), by jurisdiction (of ``jurisdictions``, when
+    given): the jurisdictions whose run retires them. Empty when nothing was ever stored."""
+    from civicsetu_pipelines.base import jurisdiction_code
+    from civicsetu_pipelines.cli.common import store_if_any
+    from civicsetu_pipelines.ingest import load_registry
+    from civicsetu_pipelines.store import documents_served
+
+    try:
+        conn = store_if_any()
+    except Exception as exc:  # noqa: BLE001 - the tick goes on; its runs will say more
+        console.print(f"[yellow]the store was not read for removed documents: "
+                      f"{escape(' '.join(str(exc).split())[:300])}[/yellow]")  # fmt: skip
+        return {}
+    if conn is None:
+        return {}
+    with conn:
+        served = documents_served(conn)
+    registered = set(load_registry().keys())
+    wanted = {jurisdiction_code(j) for j in jurisdictions} if jurisdictions else None
+    return {code: gone for code, keys in sorted(served.items())
+            if (wanted is None or code in wanted)
+            and (gone := [k for k in keys if k not in registered])}  # fmt: skip
+
+
+def _note(line: str, as_json: bool) -> None:
+    if not as_json:
+        _say(line)
 
 
 def _progress(line: str) -> None:

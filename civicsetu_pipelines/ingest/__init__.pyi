@@ -79,5 +79,6 @@ from .user_documents import (
     AddError as AddError,
     add_document as add_document,
     remove_document as remove_document,
+    remove_documents as remove_documents,
     user_keys as user_keys,
 )

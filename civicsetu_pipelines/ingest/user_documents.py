@@ -241,7 +241,8 @@ def add_document(
     new_jurisdiction = code not in registry.jurisdictions()
     if new_jurisdiction:
         name = load_jurisdictions().by_code[code].name
-        notes.append(f"{name} ({code}) is a new partition: reload definitions in the Dagster UI")
+        notes.append(f"{name} ({code}) is a new partition: its first run adds it to the Dagster "
+                     "instance (no code reload)")  # fmt: skip
     try:
         Registry(specs=(*registry.specs, spec))  # the registry as a whole still validates
     except ValueError as exc:
@@ -308,19 +309,39 @@ def _ocr_readiness(language: str) -> str:
 
 
 def remove_document(key: str, *, state_dir: Path | None = None) -> DocumentSpec:
-    """Take ``key`` out of the user registry; :class:`AddError` when it is not there (a shipped
-    document is named as such)."""
+    """Take ``key`` out of the user registry (:func:`remove_documents` of one key)."""
+    (spec,) = remove_documents([key], state_dir=state_dir)
+    return spec
+
+
+def remove_documents(keys: Sequence[str], *, state_dir: Path | None = None) -> list[DocumentSpec]:
+    """Take ``keys`` out of the user registry together, in their order. Nothing is written, and
+    :class:`AddError` says why, when one is not there (a shipped document is named as such) or
+    when a document left registered amends, repeals or dates the commencement of one of them:
+    the registry would name a document it no longer holds, so it is removed with them (both
+    keys in one call) or first."""
     registry_file = user_registry_path(state_dir)
     entries = _entries(registry_file)
-    kept = [e for e in entries if e.get("key") != key]
-    if len(kept) == len(entries):
-        if key in load_registry():
-            raise AddError(f"{key!r} is a shipped document, not one added with "
-                           "`documents add`; it cannot be removed here")  # fmt: skip
-        raise AddError(f"no document {key!r} in the user registry {registry_file}")
-    removed = next(e for e in entries if e.get("key") == key)
+    by_key = {e.get("key"): e for e in entries}
+    for key in keys:
+        if key not in by_key:
+            if key in load_registry():
+                raise AddError(f"{key!r} is a shipped document, not one added with "
+                               "`documents add`; it cannot be removed here")  # fmt: skip
+            raise AddError(f"no document {key!r} in the user registry {registry_file}")
+    gone = list(dict.fromkeys(keys))
+    kept = [e for e in entries if e.get("key") not in gone]
+    for entry in kept:
+        spec = DocumentSpec.model_validate(entry)
+        relations = [("amends", spec.amends), ("repeals", spec.repeals),
+                     ("dates the commencement of", [c.by for c in spec.commencement])]  # fmt: skip
+        for relation, named in relations:
+            for key in (k for k in gone if k in named):
+                raise AddError(f"{spec.key!r} {relation} {key!r} and stays registered: remove "
+                               f"them together (`civicsetu documents remove {key} {spec.key}`) "
+                               f"or {spec.key!r} first; nothing removed")  # fmt: skip
     _write_entries(registry_file, kept)
-    return DocumentSpec.model_validate(removed)
+    return [DocumentSpec.model_validate(by_key[key]) for key in gone]
 
 
 def user_keys(state_dir: Path | None = None) -> set[str]:

@@ -67,6 +67,7 @@ from .legal_chunks import (
     cache_store as cache_store,
     chunk_filters as chunk_filters,
     column_dimension as column_dimension,
+    documents_served as documents_served,
     ensure_model as ensure_model,
     ensure_serving as ensure_serving,
     explain_nearest as explain_nearest,

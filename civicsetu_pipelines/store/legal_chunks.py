@@ -429,6 +429,20 @@ def retire_documents(
         return retired
 
 
+def documents_served(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
+    """The keys of the documents with a current version (rows ``ask`` may serve), by
+    jurisdiction."""
+    served: dict[str, list[str]] = {}
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT jurisdiction, document_key FROM document_versions "
+            "WHERE status = 'current' ORDER BY jurisdiction, document_key"
+        )
+        for jurisdiction, key in cur.fetchall():
+            served.setdefault(str(jurisdiction), []).append(str(key))
+    return served
+
+
 def jurisdictions_served(conn: psycopg.Connection[Any]) -> list[str]:
     """The jurisdictions with a current document version (rows ``ask`` may serve)."""
     with conn.cursor() as cur:

@@ -557,3 +557,32 @@ def test_the_suite_never_reads_the_users_registry(
     assert registry.jurisdictions() == DEFAULT_JURISDICTIONS
     assert registry.sources == (DOCUMENTS_YAML,)
     assert (user_state / "registry" / "documents.yaml").is_file()  # the user's, untouched
+
+
+def test_a_document_an_amendment_names_is_removed_with_it_or_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Removing the rules an order amends would leave the registry naming a document it no
+    longer holds (every later command would fail to load it): refused, nothing written; both
+    keys in one call remove both, in one write."""
+    from civicsetu_pipelines.base.settings import ENV_STATE_DIR
+    from civicsetu_pipelines.ingest import AddError, add_document, remove_documents
+    from civicsetu_pipelines_tests.amending_documents import GO, dated_rules_pages
+    from civicsetu_pipelines_tests.pdfgen import write_pdf
+
+    state = tmp_path / "state"
+    monkeypatch.setenv(ENV_STATE_DIR, str(state))
+    rules = add_document(write_pdf(tmp_path / "rules.pdf", dated_rules_pages()),
+                         jurisdiction="Mizoram").spec  # fmt: skip
+    order = add_document(write_pdf(tmp_path / "go.pdf", [GO]), jurisdiction="Mizoram").spec
+    assert order.amends == (rules.key,)  # read from its own words
+    registry = state / "registry" / "documents.yaml"
+    before = registry.read_bytes()
+    with pytest.raises(AddError, match=rf"'{order.key}' amends '{rules.key}' and stays registered"):
+        remove_documents([rules.key])
+    with pytest.raises(AddError, match="no document 'nothing_2020'"):
+        remove_documents([order.key, "nothing_2020"])  # one unknown key: none removed
+    assert registry.read_bytes() == before
+    removed = remove_documents([rules.key, order.key])
+    assert [s.key for s in removed] == [rules.key, order.key]
+    assert "MIZORAM" not in load_registry(include_seed=False).jurisdictions()

@@ -10,15 +10,8 @@ accept` registers it. Logic tier: generated PDFs, no database (nothing is materi
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
-import os
 import shutil
-import threading
-import time
-from collections.abc import Iterator
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +29,10 @@ from civicsetu_pipelines.operate import (
     watch_once,
 )
 from civicsetu_pipelines.operate.sources import pdf_links
+from civicsetu_pipelines_tests.gazette_site import listing
 from civicsetu_pipelines_tests.pdfgen import write_pdf
 
 LIMITS = WatchLimits(timeout=0.5, delay=0.0, max_pdf_bytes=1_000_000)
-SLOW_SECONDS = 2.0  # the slow handler answers after this, well past LIMITS.timeout
 
 
 def order(title: str, date: str) -> list[list[str]]:
@@ -67,32 +60,6 @@ MEMO = [["NOTIFICATION", "The promoter shall keep the accounts of the project, a
          "require."]]  # fmt: skip
 
 
-class _Handler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass
-
-    def do_GET(self) -> None:  # noqa: N802 - the base's name
-        if self.path.startswith("/slow"):
-            time.sleep(SLOW_SECONDS)
-        super().do_GET()
-
-
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[tuple[Path, str]]:
-    """A directory served over HTTP on a local port, and its base URL."""
-    root = tmp_path / "site"
-    root.mkdir()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Handler, directory=str(root)))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield root, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 @pytest.fixture
 def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A state directory of the test's own (never the user's), online."""
@@ -101,19 +68,6 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("CIVICSETU_OFFLINE", raising=False)
     monkeypatch.delenv("CIVICSETU_REGISTRY", raising=False)
     return path
-
-
-_STAMPS = itertools.count(1)
-
-
-def listing(root: Path, *hrefs: str) -> None:
-    """Write the listing page, its Last-Modified moved on (the server answers a conditional
-    GET to the second: a page rewritten within one second would look unchanged)."""
-    page = root / "index.html"
-    links = "\n".join(f'<li><a href="{h}">{h}</a></li>' for h in hrefs)
-    page.write_text(f"<html><body><h1>Gazette</h1><ul>{links}</ul></body></html>")
-    stamp = time.time() + 10 * next(_STAMPS)
-    os.utime(page, (stamp, stamp))
 
 
 def tick(**kwargs: Any) -> Any:
