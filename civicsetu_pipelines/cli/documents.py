@@ -22,9 +22,14 @@ documents_app = typer.Typer(
 def documents_add(
     path: Annotated[Path, typer.Argument(help="The PDF to register")],
     jurisdiction: Annotated[
-        str,
-        typer.Option("--jurisdiction", "-j", help="Code, ISO code or name: BIHAR, IN-BR, Bihar"),
-    ],  # fmt: skip
+        str | None,
+        typer.Option(
+            "--jurisdiction",
+            "-j",
+            help="Code, ISO code or name: BIHAR, IN-BR, Bihar (default: the issuer its first "
+            "page names: 'GOVERNMENT OF BIHAR', 'THE GAZETTE OF INDIA')",
+        ),
+    ] = None,  # fmt: skip
     kind: Annotated[
         str | None,
         typer.Option(
@@ -133,10 +138,10 @@ def _say(text: str) -> None:
     out.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
-_LABELS = {"kind": "kind", "title": "title", "date": "date", "in_force": "in force from",
-           "amends": "amends", "repeals": "repeals"}  # fmt: skip
-_GIVEN = {"kind": "kind", "title": "title", "date": "date", "in_force": "date",
-          "amends": "amends", "repeals": "repeals"}  # fmt: skip
+_LABELS = {"jurisdiction": "jurisdiction", "kind": "kind", "title": "title", "date": "date",
+           "in_force": "in force from", "amends": "amends", "repeals": "repeals"}  # fmt: skip
+_GIVEN = {"jurisdiction": "jurisdiction", "kind": "kind", "title": "title", "date": "date",
+          "in_force": "date", "amends": "amends", "repeals": "repeals"}  # fmt: skip
 
 
 def _shown(value: object) -> str:
@@ -148,8 +153,9 @@ def _shown(value: object) -> str:
 def _read(detection: Any, given: tuple[str, ...]) -> list[Any]:
     """The fields ``add`` took from the document (not given): kind, title, the date it took
     effect from (its commencement, else its own date), amends, repeals."""
-    fields = (detection.kind, detection.title, detection.effective_from, detection.amends,
-              detection.repeals)  # fmt: skip
+    issuer = (detection.jurisdiction,) if detection.jurisdiction is not None else ()
+    fields = (*issuer, detection.kind, detection.title, detection.effective_from,
+              detection.amends, detection.repeals)  # fmt: skip
     return [f for f in fields if f.found and _GIVEN[f.name] not in given]
 
 
@@ -336,6 +342,14 @@ def documents_accept(
     ] = None,
     pages: Annotated[str | None, typer.Option(help="Pages to ingest, e.g. 3-40,42")] = None,
     status: Annotated[str, typer.Option(help="in_force or draft")] = "in_force",
+    jurisdiction: Annotated[
+        str | None,
+        typer.Option(
+            "--jurisdiction",
+            "-j",
+            help="Its jurisdiction (default: its source's, or the one read from it)",
+        ),
+    ] = None,  # fmt: skip
 ) -> None:
     """Register a pending document (from the PDF store: no network) with what it could not
     be read with; what is not given is read from its own words, as `documents add` does."""
@@ -354,7 +368,7 @@ def documents_accept(
         added = accept_pending(pending_key, state_dir=Settings.from_env().state_dir, kind=kind,
                                title=title, effective_from=date, document_key=key,
                                amends=amends or (), repeals=repeals or (), pages=pages,
-                               status=status)  # fmt: skip
+                               status=status, jurisdiction=jurisdiction)  # fmt: skip
     except (AddError, SourceError) as exc:
         console.print(f"[red]not accepted: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None

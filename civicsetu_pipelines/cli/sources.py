@@ -36,13 +36,18 @@ def sources_add(
         ),
     ],
     jurisdiction: Annotated[
-        str,
-        typer.Option("--jurisdiction", "-j", help="Code, ISO code or name: BIHAR, IN-BR, Bihar"),
-    ],
+        str | None,
+        typer.Option(
+            "--jurisdiction",
+            "-j",
+            help="Code, ISO code or name: BIHAR, IN-BR, Bihar (default: a source serving "
+            "several; each PDF's jurisdiction read from its own words)",
+        ),
+    ] = None,  # fmt: skip
 ) -> None:
     """Watch a listing page or a drop folder: each `civicsetu watch --once` (and the sensor)
     registers the PDFs it has not seen yet."""
-    from civicsetu_pipelines.operate import SourceError, add_source
+    from civicsetu_pipelines.operate import SEVERAL, SourceError, add_source
 
     try:
         source = add_source(location, jurisdiction=jurisdiction,
@@ -50,8 +55,10 @@ def sources_add(
     except SourceError as exc:
         console.print(f"[red]not added: {escape(str(exc))}[/red]")
         raise typer.Exit(2) from None
-    _say(f"added source {source.id!r}: {source.kind} {source.location} ({source.jurisdiction})")
-    out.print(f"next: civicsetu watch --once -j {source.jurisdiction}")
+    several = source.jurisdiction == SEVERAL
+    serves = "several jurisdictions, each PDF's read from it" if several else source.jurisdiction
+    _say(f"added source {source.id!r}: {source.kind} {source.location} ({serves})")
+    out.print("next: civicsetu watch --once" + ("" if several else f" -j {source.jurisdiction}"))
 
 
 @sources_app.command("list")

@@ -19,6 +19,11 @@ from and a confidence (``high`` or ``low``), or ``not found`` and why: nothing i
   April, 2024"), as amendments read it (:func:`~.amendments.in_force_on`).
 * amends / repeals: the registered documents its enacting formula names, as a run reads them
   (:func:`~.amendments.instrument_of`): the jurisdiction's own first, else the Union's Acts.
+* jurisdiction (:func:`detect_jurisdiction`, for a source that serves several): the authority
+  that issues it, as its first page prints it ("GOVERNMENT OF MIZORAM", "THE GAZETTE OF INDIA"),
+  else the one state or territory its first pages name as a government, governor, gazette or
+  title ("Bihar Real Estate ... Rules"), with low confidence; a name merely mentioned is not
+  enough ("except the State of Jammu and Kashmir").
 """
 
 from __future__ import annotations
@@ -83,9 +88,12 @@ class Detection:
     in_force: Found
     amends: Found
     repeals: Found
+    jurisdiction: Found | None = None  # read only when not given (a source serving several)
 
     def fields(self) -> tuple[Found, ...]:
-        return (self.kind, self.title, self.date, self.in_force, self.amends, self.repeals)
+        read = (self.jurisdiction,) if self.jurisdiction is not None else ()
+        return (*read, self.kind, self.title, self.date, self.in_force, self.amends,
+                self.repeals)  # fmt: skip
 
     @property
     def effective_from(self) -> Found:
@@ -122,6 +130,68 @@ def detect_document(
 
 
 _WORDS = re.compile(r"[A-Za-z]{3,}")  # a page of body text, not a form's rules or a lone mark
+
+
+# ---------------------------------------------------------------------------------------------
+# Jurisdiction: the authority that issues it
+
+ISSUER_LINES = 15  # the issuing authority heads the first page
+_UNION = re.compile(r"\bgazette\s+of\s+india\b|\bgovernment\s+of\s+india\b|\bministry\s+of\b|"
+                    r"\blegislative\s+department\b|\bparliament\b", re.I)  # fmt: skip
+_BEFORE = (
+    r"(?:government|governor|administrator|administration|gazette|state|union\s+territory)"
+    r"\s+of\s+(?:the\s+)?(?:state\s+of\s+|union\s+territory\s+of\s+)?"
+)
+_AFTER = r"(?:\s+state)?\s+(?:government|gazette|real\s+estate|urban|housing|rules|regulations)\b"
+
+
+def detect_jurisdiction(
+    pages: Sequence[Mapping[str, Any]], names: Mapping[str, Sequence[str]]
+) -> Found:
+    """The jurisdiction that issues the document, as its own words name it: ``names`` maps each
+    state's or territory's code to the names it is printed under (the Union's code to none: it
+    is read from "THE GAZETTE OF INDIA", "Government of India", "Ministry of ...").
+
+    High confidence when the first page's heading lines name an issuer (a state or territory
+    as government, governor, administrator or gazette, or the Union): the first one they name,
+    the masthead before what it mentions; low when only the first pages' body names one state
+    or territory in those ways (or as its rules' or Real Estate title's first word); not found
+    when none, or several."""
+    text_pages = [p for p in pages if len(_WORDS.findall(_text(p))) >= 3][:DETECT_PAGES]
+    if not text_pages:
+        return _missing("jurisdiction", "no page with text to read the issuer from")
+    spelled = sorted(((n, code) for code, ns in names.items() for n in ns),
+                     key=lambda item: -len(item[0]))  # fmt: skip
+    by_name = {_flat(n).lower(): code for n, code in spelled}
+    alternatives = "|".join(re.escape(_flat(n)).replace("\\ ", r"\s+") for n, _ in spelled)
+    if not alternatives:
+        return _missing("jurisdiction", "no jurisdiction names to read")
+    named = re.compile(rf"\b{_BEFORE}(?P<a>{alternatives})\b|\b(?P<b>{alternatives}){_AFTER}", re.I)
+
+    def issuers(text: str) -> dict[str, tuple[int, str]]:
+        """Each jurisdiction named as an issuer: where first, and in which words."""
+        seen: dict[str, tuple[int, str]] = {}
+        for m in named.finditer(text):
+            code = by_name[_flat(m.group("a") or m.group("b")).lower()]
+            seen.setdefault(code, (m.start(), _flat(m.group(0))))
+        if union := _UNION.search(text):
+            seen.setdefault("CENTRAL", (union.start(), _flat(union.group(0))))
+        return seen
+
+    first = text_pages[0]
+    heading = issuers("\n".join(_text(first).splitlines()[:ISSUER_LINES]))
+    if heading:  # the first issuer its heading names: the masthead, then what it mentions
+        code, (_, words) = min(heading.items(), key=lambda item: item[1][0])
+        return Found("jurisdiction", code, words, int(first.get("page") or 1))
+    body = issuers("\n".join(_text(p) for p in text_pages))
+    body.pop("CENTRAL", None)  # the Union's ministries are cited by every state's rules
+    if len(body) == 1:
+        ((code, (_, words)),) = body.items()
+        return Found("jurisdiction", code, words, None, LOW)
+    if body:
+        shown = ", ".join(sorted(body))
+        return _missing("jurisdiction", f"its first pages name several as issuer: {shown}")
+    return _missing("jurisdiction", "its first pages name no government, governor or gazette")
 
 
 def _flat(text: str) -> str:

@@ -16,6 +16,7 @@ any registry change.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 import subprocess
@@ -37,7 +38,13 @@ from civicsetu_pipelines.base import (
     write_atomic,
 )
 from civicsetu_pipelines.ingest.amendments import amendable_titles
-from civicsetu_pipelines.ingest.detection import LOW, Detection, Found, detect_document
+from civicsetu_pipelines.ingest.detection import (
+    LOW,
+    Detection,
+    Found,
+    detect_document,
+    detect_jurisdiction,
+)
 from civicsetu_pipelines.ingest.documents import parse_pages_cached
 from civicsetu_pipelines.ingest.kinds import kind_names
 from civicsetu_pipelines.ingest.ocr import tesseract_available
@@ -81,9 +88,17 @@ class Added:
 
 
 # What each field read from a document is given with instead, when it cannot be read
-FLAGS = {"kind": "--kind K", "title": "--title TITLE", "date": "--effective-from YYYY-MM-DD",
-         "in_force": "--effective-from YYYY-MM-DD", "amends": "--amends KEY",
-         "repeals": "--repeals KEY"}  # fmt: skip
+FLAGS = {"jurisdiction": "-j J", "kind": "--kind K", "title": "--title TITLE",
+         "date": "--effective-from YYYY-MM-DD", "in_force": "--effective-from YYYY-MM-DD",
+         "amends": "--amends KEY", "repeals": "--repeals KEY"}  # fmt: skip
+
+
+def issuer_names() -> dict[str, list[str]]:
+    """Each state's and territory's code and the names its gazettes print it under (its name
+    and the aliases spelled as words: not "UP" or "IN-CT"), for :func:`detect_jurisdiction`;
+    the Union is read from its own markers."""
+    return {j.code: [n for n in (j.name, *j.aliases) if re.search(r"[a-z]", n)]
+            for j in load_jurisdictions().items if j.kind != "union"}  # fmt: skip
 
 
 def key_from_title(title: str) -> str:
@@ -136,7 +151,7 @@ def _has_text(page: Any) -> bool:
 def add_document(
     path: Path,
     *,
-    jurisdiction: str,
+    jurisdiction: str | None,
     kind: str | None = None,
     title: str | None = None,
     key: str | None = None,
@@ -161,7 +176,7 @@ def add_document(
     of long work before it starts (the scanned pages about to be OCR'd)."""
     path = Path(path).resolve()
     try:
-        code = jurisdiction_code(jurisdiction)
+        code = jurisdiction_code(jurisdiction) if jurisdiction is not None else None
     except UnknownJurisdictionError as exc:
         raise AddError(str(exc)) from None
     if kind is not None and kind not in kind_names():
@@ -183,17 +198,27 @@ def add_document(
     if scanned and progress is not None:
         progress(f"{path.name}: OCR'ing {scanned} page(s) without a text layer, as a run would "
                  "(seconds a page; the run reuses them) ...")  # fmt: skip
+    read = _read_pages(path, sha, chosen or list(range(page_count)), language, state_dir)
+    issuer = None
+    if code is None:  # a source that serves several: the issuer its own words name
+        issuer = detect_jurisdiction(read, issuer_names())
+        if not issuer.found:
+            raise AddError(f"{path}: the jurisdiction could not be read from the document's "
+                           f"own words ({issuer.words}): pass -j J")  # fmt: skip
+        code = str(issuer.value)
     detection = detect_document(
-        _read_pages(path, sha, chosen or list(range(page_count)), language, state_dir),
+        read,
         titles=amendable_titles(registry.documents(code)),
         fallback_titles={} if code == "CENTRAL" else amendable_titles(
             [s for s in registry.documents("CENTRAL") if s.doc_type == "act"]),
         kind=kind,
     )  # fmt: skip
+    if issuer is not None:
+        detection = dataclasses.replace(detection, jurisdiction=issuer)
     if refused:
         raise AddError(refused, detection)
-    flagged = (("kind", kind), ("title", title), ("date", effective_from), ("amends", amends),
-               ("repeals", repeals))  # fmt: skip
+    flagged = (("jurisdiction", jurisdiction), ("kind", kind), ("title", title),
+               ("date", effective_from), ("amends", amends), ("repeals", repeals))  # fmt: skip
     given = tuple(name for name, value in flagged if value)
     missing = [f for f in (detection.kind, detection.title, detection.effective_from)
                if not f.found and f.name not in given]  # fmt: skip

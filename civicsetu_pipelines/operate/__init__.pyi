@@ -43,6 +43,7 @@ from .services import (
     session_processes as session_processes,
 )
 from .sources import (
+    SEVERAL as SEVERAL,
     Pending as Pending,
     Source as Source,
     SourceError as SourceError,

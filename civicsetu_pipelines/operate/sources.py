@@ -95,9 +95,13 @@ class WatchLimits:
     max_download_seconds: float = 300.0
 
 
+SEVERAL = "*"  # a source that serves several jurisdictions (a ministry's or a portal's page)
+
+
 @dataclass(frozen=True)
 class Source:
-    """A listing page (``url``) or a drop folder (``folder``) of one jurisdiction."""
+    """A listing page (``url``) or a drop folder (``folder``) of one jurisdiction, or of
+    several (``jurisdiction`` :data:`SEVERAL`: each PDF's is read from its own words)."""
 
     id: str
     jurisdiction: str
@@ -286,12 +290,13 @@ def _is_url(text: str) -> bool:
     return urlsplit(text).scheme in ("http", "https")
 
 
-def add_source(location: str, *, jurisdiction: str, state_dir: Path) -> Source:
+def add_source(location: str, *, jurisdiction: str | None, state_dir: Path) -> Source:
     """Add a listing page (an http(s) URL) or a drop folder (an existing directory) of
-    ``jurisdiction``; :class:`SourceError` for an unknown jurisdiction, a location that is
+    ``jurisdiction``, or of several when it is None (each PDF's jurisdiction is then read from
+    its own words); :class:`SourceError` for an unknown jurisdiction, a location that is
     neither, or one already watched."""
     try:
-        code = jurisdiction_code(jurisdiction)
+        code = jurisdiction_code(jurisdiction) if jurisdiction is not None else SEVERAL
     except UnknownJurisdictionError as exc:
         raise SourceError(str(exc)) from None
     if _is_url(location):
@@ -309,7 +314,8 @@ def add_source(location: str, *, jurisdiction: str, state_dir: Path) -> Source:
         if source.location == where:
             raise SourceError(f"{where} is already watched as source {source.id!r} "
                               f"({source.jurisdiction})")  # fmt: skip
-    source_id = f"{code.lower()}_{hashlib.sha256(where.encode()).hexdigest()[:8]}"
+    prefix = "several" if code == SEVERAL else code.lower()
+    source_id = f"{prefix}_{hashlib.sha256(where.encode()).hexdigest()[:8]}"
     source = Source(source_id, code, url=url, folder=folder, added=dt.date.today().isoformat())
     with directory_lock(registry_dir(state_dir)):
         _write_sources(state_dir, [*sources, source])
@@ -460,7 +466,7 @@ def watch_once(
         with directory_lock(registry_dir(state_dir)):
             run = _Tick(settings, state_dir, http, limits, tick, progress)
             for source in load_sources(state_dir):
-                if wanted is None or source.jurisdiction in wanted:
+                if wanted is None or source.jurisdiction in wanted:  # several: unfiltered only
                     run.source(source)
     finally:
         if own_client:
@@ -698,12 +704,13 @@ class _Tick:
                                  f"{sha[:12]}…) is pending as {pending[sha]!r}",
                                  key=pending[sha], sha=sha)  # fmt: skip
         self.progress(f"{source.id}: identifying {where}")
+        given = None if source.jurisdiction == SEVERAL else source.jurisdiction
         try:
-            added = self._add(stored, source.jurisdiction, cite, dry_run=True)
+            added = self._add(stored, given, cite, dry_run=True)
             doubts = _doubts(added)
             if doubts:
                 return self._pend(source, where, stored, sha, cite, doubts, added)
-            added = self._add(stored, source.jurisdiction, cite, dry_run=False)
+            added = self._add(stored, given, cite, dry_run=False)
         except AddError as exc:
             return self._pend(source, where, stored, sha, cite, _without(str(exc), stored),
                               exc)  # fmt: skip
@@ -711,9 +718,12 @@ class _Tick:
             return self._outcome(source, where, FAILED, f"{type(exc).__name__}: {exc}", sha=sha)
         what = (f"{added.spec.doc_type} {added.spec.title!r}, effective from "
                 f"{added.spec.effective_date.isoformat()}")  # fmt: skip
-        return self._outcome(source, where, REGISTERED, what, key=added.spec.key, sha=sha)
+        if given is None:
+            what += f", of {added.spec.jurisdiction} ({_read_as(added.detection)})"
+        return self._outcome(source, where, REGISTERED, what, key=added.spec.key, sha=sha,
+                             jurisdiction=str(added.spec.jurisdiction))  # fmt: skip
 
-    def _add(self, stored: Path, jurisdiction: str, cite: str, *, dry_run: bool) -> Added:
+    def _add(self, stored: Path, jurisdiction: str | None, cite: str, *, dry_run: bool) -> Added:
         return add_document(stored, jurisdiction=jurisdiction, source_url=cite,
                             state_dir=self.state_dir, dry_run=dry_run)  # fmt: skip
 
@@ -725,17 +735,22 @@ class _Tick:
         shown = {} if detection is None else {
             f.name: _shown(f.value) for f in (detection.kind, detection.title,
                                               detection.effective_from) if f.found}  # fmt: skip
-        entry = Pending(sha[:12], source.id, cite, source.jurisdiction, sha, str(stored), reason,
+        issuer = detection.jurisdiction if detection is not None else None
+        jurisdiction = source.jurisdiction
+        if issuer is not None and issuer.found:  # read (with low confidence): a person confirms
+            shown["jurisdiction"] = jurisdiction = str(issuer.value)
+        entry = Pending(sha[:12], source.id, cite, jurisdiction, sha, str(stored), reason,
                         dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), shown)  # fmt: skip
         _save_pending(self.state_dir, [*load_pending(self.state_dir), entry])
-        return self._outcome(source, where, PENDING, reason, key=entry.key, sha=sha)
+        return self._outcome(source, where, PENDING, reason, key=entry.key, sha=sha,
+                             jurisdiction=jurisdiction)  # fmt: skip
 
     def _outcome(
         self, source: Source, where: str, outcome: str, reason: str, *, key: str | None = None,
-        sha: str | None = None,
+        sha: str | None = None, jurisdiction: str | None = None,
     ) -> str:  # fmt: skip
-        self.tick.outcomes.append(LinkOutcome(source.id, where, outcome, reason,
-                                              source.jurisdiction, key, sha))  # fmt: skip
+        code = jurisdiction or source.jurisdiction
+        self.tick.outcomes.append(LinkOutcome(source.id, where, outcome, reason, code, key, sha))
         return outcome
 
 
@@ -744,14 +759,21 @@ def _seen(outcome: str, sha: str | None) -> dict[str, Any]:
             "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}  # fmt: skip
 
 
+def _read_as(detection: Any) -> str:
+    """Where a source serving several read a document's jurisdiction."""
+    issuer = getattr(detection, "jurisdiction", None)
+    return f"read from {issuer.why()}" if issuer is not None else "given"
+
+
 def _doubts(added: Added) -> str:
     """Why a document read whole is not registered without a person: a field it took from the
     document's words with low confidence only."""
     detection = added.detection
     if detection is None:
         return ""
-    fields = (detection.kind, detection.title, detection.effective_from, detection.amends,
-              detection.repeals)  # fmt: skip
+    issuer = (detection.jurisdiction,) if detection.jurisdiction is not None else ()
+    fields = (*issuer, detection.kind, detection.title, detection.effective_from,
+              detection.amends, detection.repeals)  # fmt: skip
     low = [f"the {f.name} {_shown(f.value)!r} ({f.why()})" for f in fields
            if f.found and f.confidence == "low"]  # fmt: skip
     return ("read with low confidence only: " + "; ".join(low)) if low else ""
@@ -836,18 +858,24 @@ def accept_pending(
     repeals: Sequence[str] = (),
     pages: str | None = None,
     status: str = "in_force",
+    jurisdiction: str | None = None,
 ) -> Added:
     """Register the pending document ``key`` (from the store: no network) with what a person
-    gives; :class:`~civicsetu_pipelines.ingest.AddError` when it still cannot be (it stays
-    pending)."""
+    gives (``jurisdiction`` overrides the one its source serves, or the one read from a
+    source serving several); :class:`~civicsetu_pipelines.ingest.AddError` when it still cannot
+    be (it stays pending)."""
     entry = find_pending(key, state_dir)
+    chosen = jurisdiction or (None if entry.jurisdiction == SEVERAL else entry.jurisdiction)
+    if chosen is None:
+        raise SourceError(f"pending {entry.key!r}: its jurisdiction could not be read and its "
+                          "source serves several: pass -j J")  # fmt: skip
     stored = Path(entry.file)
     if not stored.is_file():
         raise SourceError(f"pending {entry.key!r}: its PDF {stored} is gone from the store: "
                           f"`documents reject {entry.key}`, then `sources remove` and `add` "
                           "its source to find it again")  # fmt: skip
     with directory_lock(registry_dir(state_dir)):
-        added = add_document(stored, jurisdiction=entry.jurisdiction, kind=kind, title=title,
+        added = add_document(stored, jurisdiction=chosen, kind=kind, title=title,
                              key=document_key, effective_from=effective_from, status=status,
                              pages=pages, source_url=entry.source_url, amends=amends,
                              repeals=repeals, state_dir=state_dir)  # fmt: skip

@@ -294,3 +294,50 @@ def test_a_corpus_order_margin_note_is_not_read_into_its_title(corpus_dir: Path)
     assert found.title.page == 4 and found.date.page == 3
     assert found.kind.confidence in {HIGH, LOW}
     assert LOW not in {found.title.confidence, found.date.confidence}
+
+
+# -- the jurisdiction, for a source that serves several -----------------------------------------
+
+
+def _issuer(*pages: str) -> Any:
+    from civicsetu_pipelines.ingest.detection import detect_jurisdiction
+    from civicsetu_pipelines.ingest.user_documents import issuer_names
+
+    return detect_jurisdiction([{"page": n, "text": text} for n, text in enumerate(pages, 1)],
+                               issuer_names())  # fmt: skip
+
+
+BODY = "The promoter shall keep the accounts of the project and produce them when asked."
+
+
+def test_the_jurisdiction_is_the_issuer_its_first_page_heads_not_a_place_it_mentions() -> None:
+    below = "\n".join([BODY] * 20)  # past the heading's lines
+    act = _issuer(f"THE GAZETTE OF INDIA\nEXTRAORDINARY\nMINISTRY OF LAW AND JUSTICE\n{BODY}\n"
+                  "(2) It extends to the whole of India except the State of Jammu and "
+                  "Kashmir.")  # fmt: skip
+    assert (act.value, act.confidence) == ("CENTRAL", HIGH)
+    go = _issuer(f"GOVERNMENT OF MIZORAM\nURBAN DEVELOPMENT DEPARTMENT\nORDER\n{BODY}")
+    assert (go.value, go.confidence, go.words) == ("MIZORAM", HIGH, "GOVERNMENT OF MIZORAM")
+    rules = _issuer(f"NOTIFICATION\n{below}\n1. These rules may be called the Bihar Real Estate "
+                    "(Regulation and Development) Rules, 2017.")  # fmt: skip
+    assert (rules.value, rules.confidence) == ("BIHAR", LOW)  # the body only: a person confirms
+    # the longest name wins: the merged territory, not the Daman and Diu inside its name
+    merged = _issuer(f"ADMINISTRATION OF DADRA AND NAGAR HAVELI AND DAMAN AND DIU\n{BODY}")
+    assert merged.value == "DADRA_AND_NAGAR_HAVELI_AND_DAMAN_AND_DIU"
+    # rules the Union makes for a territory: its gazette heads the page, the territory is named
+    # below; read as the territory, with low confidence
+    union_made = _issuer(f"PUBLISHED BY AUTHORITY\nNOTIFICATION\n{below}\nThe Central "
+                         "Government hereby makes the following rules for the Union territory "
+                         f"of Chandigarh.\n{BODY}")  # fmt: skip
+    assert (union_made.value, union_made.confidence) == ("CHANDIGARH", LOW)
+
+
+def test_a_jurisdiction_that_cannot_be_read_is_not_found_and_says_why() -> None:
+    assert _issuer(f"NOTIFICATION\n{BODY}").words == (
+        "its first pages name no government, governor or gazette"
+    )
+    below = "\n".join([BODY] * 20)  # past the heading's lines
+    both = _issuer(f"NOTIFICATION\n{below}\nThe Government of Goa and the Government of Kerala "
+                   "agree.")  # fmt: skip
+    assert not both.found and "several as issuer: GOA, KERALA" in both.words
+    assert not _issuer("1 2 3").found  # no page with text

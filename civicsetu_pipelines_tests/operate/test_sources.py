@@ -22,6 +22,8 @@ from typer.testing import CliRunner
 
 from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.operate import (
+    SEVERAL,
+    SourceError,
     WatchLimits,
     accept_pending,
     add_source,
@@ -131,6 +133,41 @@ def test_a_link_added_between_two_ticks_is_one_new_registration_and_two_urls_one
     memory = json.loads((state / "registry" / "sources_state.json").read_text())
     assert set(memory["sources"][source.id]["seen"]) == {
         f"{base}/first.pdf", f"{base}/copies/first-again.pdf", f"{base}/second.pdf"}  # fmt: skip
+
+
+def test_a_source_serving_several_registers_each_pdf_in_the_jurisdiction_it_names(
+    site: tuple[Path, str], state: Path
+) -> None:
+    """A ministry's or a portal's page lists several states' gazettes: each PDF is registered in
+    the jurisdiction its own heading names ("GOVERNMENT OF MIZORAM"), and a new jurisdiction
+    is among the tick's changed ones; one naming no issuer waits pending, and is accepted only
+    with the jurisdiction a person gives."""
+    root, base = site
+    write_pdf(root / "mizoram.pdf", order(FIRST, "28th January, 2019"))
+    bihar = [[line.replace("MIZORAM", "BIHAR").replace("Mizoram", "Bihar") for line in page]
+             for page in order(FIRST, "4th March, 2019")]  # fmt: skip
+    write_pdf(root / "bihar.pdf", bihar)
+    write_pdf(root / "memo.pdf", MEMO)
+    listing(root, "mizoram.pdf", "bihar.pdf", "memo.pdf")
+    source = add_source(f"{base}/index.html", jurisdiction=None, state_dir=state)
+    assert source.id.startswith("several_") and source.jurisdiction == SEVERAL
+
+    ticked = tick()
+    assert {(o.url.rsplit("/", 1)[1], o.jurisdiction) for o in ticked.registered} == {
+        ("mizoram.pdf", "MIZORAM"), ("bihar.pdf", "BIHAR")}  # fmt: skip
+    assert ticked.changed == ["BIHAR", "MIZORAM"]
+    assert {e["key"]: e["jurisdiction"] for e in registered(state)} == {
+        FIRST_KEY: "MIZORAM", FIRST_KEY.replace("mizoram", "bihar"): "BIHAR"}  # fmt: skip
+    assert "of BIHAR (read from page 1: \"GOVERNMENT OF BIHAR\")" in next(
+        o.reason for o in ticked.registered if o.jurisdiction == "BIHAR")  # fmt: skip
+    (waiting,) = ticked.pending
+    assert "the jurisdiction could not be read" in waiting.reason and "pass -j J" in waiting.reason
+    with pytest.raises(SourceError, match="its source serves several: pass -j J"):
+        accept_pending(waiting.key, state_dir=state, title="A Memo on Accounts, 2020",
+                       effective_from=dt.date(2020, 1, 1))  # fmt: skip
+    added = accept_pending(waiting.key, state_dir=state, title="A Memo on Accounts, 2020",
+                           effective_from=dt.date(2020, 1, 1), jurisdiction="Goa")  # fmt: skip
+    assert added.spec.jurisdiction == "GOA" and load_pending(state) == []
 
 
 def test_each_bad_link_is_named_and_registers_nothing_and_stops_nothing(
