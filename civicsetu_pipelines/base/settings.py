@@ -77,10 +77,12 @@ ENV_OCR_MAX_PAGES = "CIVICSETU_OCR_MAX_PAGES"
 ENV_OCR_MAX_SECONDS = "CIVICSETU_OCR_MAX_SECONDS"
 ENV_OCR_PAGE_TIMEOUT = "CIVICSETU_OCR_PAGE_TIMEOUT"
 ENV_OCR_MAX_PIXELS = "CIVICSETU_OCR_MAX_PIXELS"
+ENV_OCR_PAGES_AT_ONCE = "CIVICSETU_OCR_PAGES_AT_ONCE"
 DEFAULT_OCR_MAX_PAGES = 500  # the corpus's longest scan is 44 pages
 DEFAULT_OCR_MAX_SECONDS = 3600.0
 DEFAULT_OCR_PAGE_TIMEOUT = 120.0  # a corpus page takes 2-12 s (both layouts)
 DEFAULT_OCR_MAX_PIXELS = 25_000_000  # A4 at 400 dpi is 15.5 million, the corpus's pages < 9
+DEFAULT_OCR_PAGES_AT_ONCE = 2  # a scan's pages read by this many Tesseract processes at once
 
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
@@ -105,6 +107,7 @@ class Settings:
     ocr_max_seconds: float = DEFAULT_OCR_MAX_SECONDS  # CIVICSETU_OCR_MAX_SECONDS
     ocr_page_timeout: float = DEFAULT_OCR_PAGE_TIMEOUT  # CIVICSETU_OCR_PAGE_TIMEOUT
     ocr_max_pixels: int = DEFAULT_OCR_MAX_PIXELS  # CIVICSETU_OCR_MAX_PIXELS
+    ocr_pages_at_once: int = DEFAULT_OCR_PAGES_AT_ONCE  # CIVICSETU_OCR_PAGES_AT_ONCE
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -131,6 +134,9 @@ class Settings:
             ocr_max_seconds=_number(ENV_OCR_MAX_SECONDS, DEFAULT_OCR_MAX_SECONDS),
             ocr_page_timeout=_number(ENV_OCR_PAGE_TIMEOUT, DEFAULT_OCR_PAGE_TIMEOUT),
             ocr_max_pixels=int(_number(ENV_OCR_MAX_PIXELS, DEFAULT_OCR_MAX_PIXELS)),
+            ocr_pages_at_once=max(
+                1, int(_number(ENV_OCR_PAGES_AT_ONCE, DEFAULT_OCR_PAGES_AT_ONCE))
+            ),  # fmt: skip
         )
 
     @property

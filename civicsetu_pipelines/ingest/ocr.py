@@ -7,6 +7,10 @@ come back in PDF points so OCR'd lines sit where a text layer's would.
 
 OCR is bounded per document by an :class:`OcrBudget` (pages, seconds, seconds a page, pixels a
 page; ``CIVICSETU_OCR_*``): a page past it raises :class:`OcrSkipped`, which says which budget.
+
+A scanned document's pages are read two at a time (:class:`OcrAhead`): Tesseract's first
+reading of the next page runs while this one is read, so both cores work; every page's words
+are exactly what reading it alone gives (the same command on the same image).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -125,11 +130,13 @@ class OcrBudget:
     max_pixels: int
     pages: int = 0
     seconds: float = 0.0
+    at_once: int = 1  # pages read at once (``CIVICSETU_OCR_PAGES_AT_ONCE``: :class:`OcrAhead`)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> OcrBudget:
         s = settings or Settings.from_env()
-        return cls(s.ocr_max_pages, s.ocr_max_seconds, s.ocr_page_timeout, s.ocr_max_pixels)
+        return cls(s.ocr_max_pages, s.ocr_max_seconds, s.ocr_page_timeout, s.ocr_max_pixels,
+                   at_once=s.ocr_pages_at_once)  # fmt: skip
 
     def start_page(self) -> float:
         """Before a page is OCR'd: :class:`OcrSkipped` when the document's budget is spent,
@@ -213,6 +220,7 @@ def ocr_page(
     dpi: int | None = None,
     layouts: Sequence[tuple[str, str]] = LAYOUTS,
     budget: OcrBudget | None = None,
+    ahead: OcrAhead | None = None,
 ) -> OcrPage:
     """OCR one page with Tesseract: its lines (text and box in PDF points, top to bottom), the
     mean word confidence and the text-like ink no word covers. ``dpi`` defaults to the scan's
@@ -223,7 +231,7 @@ def ocr_page(
     seconds = budget.start_page()
     began = time.monotonic()
     try:
-        return _ocr_page(page, language, dpi, layouts, budget, began + seconds)
+        return _ocr_page(page, language, dpi, layouts, budget, began + seconds, ahead)
     except OcrSkipped as skipped:
         if skipped.flag == "ocr_page_timeout" and seconds < budget.page_timeout:
             # it was the document's time budget, not the page's, that ran out
@@ -243,34 +251,124 @@ def _ocr_page(
     layouts: Sequence[tuple[str, str]],
     budget: OcrBudget,
     deadline: float,
+    ahead: OcrAhead | None = None,
 ) -> OcrPage:
-    wanted = dpi or scan_dpi(page)
-    dpi = min(wanted, budget.max_dpi(page))
-    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
-    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)
-    ink = gray[:, : pix.width] < INK_LEVEL
+    started = ahead.take(page, language, dpi, layouts) if ahead is not None else None
+    rendered = started[0] if started is not None else _render(page, dpi, budget)
     best: tuple[int, str, list[_PixelWord]] | None = None
-    with tempfile.TemporaryDirectory() as tmp:
-        image = Path(tmp) / "page.png"
-        pix.save(image)
-        for layout, psm in layouts:
+    try:
+        for n, (layout, psm) in enumerate(layouts):
             try:
-                words = _tesseract_words(image, language, psm, deadline - time.monotonic())
-            except subprocess.TimeoutExpired:
+                if n == 0 and started is not None:  # its first reading, begun ahead of it
+                    words = started[1].result(timeout=max(0.0, deadline - time.monotonic()))
+                else:
+                    words = _tesseract_words(rendered.image, language, psm,
+                                             deadline - time.monotonic())  # fmt: skip
+            except (subprocess.TimeoutExpired, FutureTimeout):
                 if best is not None:  # a reading in time is kept
                     break
                 raise OcrSkipped("ocr_page_timeout", f"Tesseract read the page for longer than "
                                  f"{budget.page_timeout:.0f} s (CIVICSETU_OCR_PAGE_TIMEOUT)"
                                  ) from None  # fmt: skip
-            unread = unread_regions(ink, words)
+            unread = unread_regions(rendered.ink, words)
             if best is None or unread < best[0]:
                 best = (unread, layout, words)
             if unread <= MAX_UNREAD:
                 break
+    finally:
+        shutil.rmtree(rendered.folder, ignore_errors=True)
     assert best is not None
     unread, layout, words = best
-    lines, confidence = _lines(words, 72.0 / dpi, page.rect.width)
-    return OcrPage(lines, confidence, layout, unread, dpi if dpi < wanted else 0)
+    lines, confidence = _lines(words, 72.0 / rendered.dpi, page.rect.width)
+    lowered = rendered.dpi if rendered.dpi < rendered.wanted else 0
+    return OcrPage(lines, confidence, layout, unread, lowered)
+
+
+@dataclass
+class _Rendered:
+    """A page rendered for Tesseract: the folder of its image, its ink, the resolution it was
+    rendered at and the one it wanted."""
+
+    folder: Path
+    ink: npt.NDArray[np.bool_]
+    dpi: int
+    wanted: int
+
+    @property
+    def image(self) -> Path:
+        return self.folder / "page.png"
+
+
+def _render(page: pymupdf.Page, dpi: int | None, budget: OcrBudget) -> _Rendered:
+    wanted = dpi or scan_dpi(page)
+    dpi = min(wanted, budget.max_dpi(page))
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY)
+    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.height, pix.stride)
+    folder = Path(tempfile.mkdtemp(prefix="civicsetu-ocr-"))
+    rendered = _Rendered(folder, gray[:, : pix.width] < INK_LEVEL, dpi, wanted)
+    pix.save(rendered.image)
+    return rendered
+
+
+class OcrAhead:
+    """Tesseract's first reading of the page being read and of the next ones (the budget's
+    ``at_once`` pages at once) in worker threads, so that a scan's pages are read two at a time
+    on two cores. Pages are
+    rendered in the caller's thread (PyMuPDF is not thread-safe); a page that turns out not to
+    need OCR costs one reading. Each page's words are those of reading it alone: the same
+    command, image and layout. Close it (a context manager) to stop and clean what was not
+    taken."""
+
+    def __init__(self, language: str, budget: OcrBudget) -> None:
+        self.pages = max(1, budget.at_once)
+        self.language = language
+        self.budget = budget
+        self.psm = LAYOUTS[0][1]
+        self.nice = getattr(_AHEAD, "on", False)  # the caller's niceness, in the worker too
+        self._pool = ThreadPoolExecutor(max_workers=self.pages, thread_name_prefix="ocr-ahead")
+        self._started: dict[int, tuple[_Rendered, Future[list[_PixelWord]]]] = {}
+
+    def start(self, page: pymupdf.Page) -> None:
+        """Begin ``page``'s first reading (once), unless the document's budget is spent."""
+        left = self.budget.max_seconds - self.budget.seconds
+        if page.number in self._started or left <= 0 or self.budget.pages >= self.budget.max_pages:
+            return
+        rendered = _render(page, None, self.budget)
+        timeout = min(self.budget.page_timeout, left)
+        future = self._pool.submit(_tesseract_words, rendered.image, self.language, self.psm,
+                                   timeout, self.nice)  # fmt: skip
+        self._started[int(page.number)] = (rendered, future)
+
+    def take(
+        self, page: pymupdf.Page, language: str, dpi: int | None, layouts: Sequence[tuple[str, str]]
+    ) -> tuple[_Rendered, Future[list[_PixelWord]]] | None:
+        """The rendering and first reading begun for ``page``, when they are the ones its OCR
+        asks for (same language, the scan's own resolution, the default layouts)."""
+        started = self._started.pop(int(page.number), None)
+        if started is None:
+            return None
+        if language == self.language and dpi is None and tuple(layouts) == LAYOUTS:
+            return started
+        self._discard(started)
+        return None
+
+    def _discard(self, started: tuple[_Rendered, Future[list[_PixelWord]]]) -> None:
+        rendered, future = started
+        future.cancel()
+        with contextlib.suppress(Exception):
+            future.result()  # a reading already running ends by itself, within its timeout
+        shutil.rmtree(rendered.folder, ignore_errors=True)
+
+    def close(self) -> None:
+        for number in list(self._started):
+            self._discard(self._started.pop(number))
+        self._pool.shutdown(wait=True)
+
+    def __enter__(self) -> OcrAhead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class _PixelWord(NamedTuple):
@@ -301,12 +399,13 @@ def reading_ahead() -> Iterator[None]:
 
 
 def _tesseract_words(
-    image: Path, language: str, psm: str, timeout: float = 600.0
+    image: Path, language: str, psm: str, timeout: float = 600.0, nice: bool | None = None
 ) -> list[_PixelWord]:
     if timeout <= 0:
         raise subprocess.TimeoutExpired("tesseract", 0)
     command = ["tesseract", str(image), "stdout", "-l", language, "--psm", psm, "tsv"]
-    if getattr(_AHEAD, "on", False) and shutil.which("nice"):
+    nice = getattr(_AHEAD, "on", False) if nice is None else nice
+    if nice and shutil.which("nice"):
         command = ["nice", "-n", str(AHEAD_NICENESS), *command]
     proc = subprocess.run(
         command,

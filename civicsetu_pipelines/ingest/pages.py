@@ -23,6 +23,7 @@ from civicsetu_pipelines.ingest.glyphs import bbox_of, drop_doubled_glyphs
 from civicsetu_pipelines.ingest.margin_numbers import hanging_numbers, is_number_alone, title_starts
 from civicsetu_pipelines.ingest.ocr import (
     MAX_UNREAD,
+    OcrAhead,
     OcrBudget,
     OcrPage,
     OcrSkipped,
@@ -485,23 +486,39 @@ def parse_pdf(
     spends at most the document's :class:`~civicsetu_pipelines.ingest.ocr.OcrBudget`."""
     doc = open_pdf(key, path)
     budget = OcrBudget.from_settings()
+    ahead: OcrAhead | None = None
     try:
         indexes = list(range(doc.page_count)) if pages is None else list(pages)
         bad = [i for i in indexes if i < 0 or i >= doc.page_count]
         if bad:
             raise PdfError(key, f"pages {bad} out of range: the PDF has {doc.page_count} pages")
         raw: list[_RawPage] = []
-        for index in indexes:
+        ahead = OcrAhead(language, budget) if ocr and tesseract_available() else None
+        scanned: dict[int, bool] = {}
+        for position, index in enumerate(indexes):
             try:
-                raw.append(_extract_page(key, doc, path, index, language, ocr, budget))
+                if ahead is not None:  # this page's and the next's first reading, at once
+                    for upcoming in indexes[position : position + ahead.pages]:
+                        if upcoming not in scanned:
+                            scanned[upcoming] = _needs_ocr(doc[upcoming])
+                        if scanned[upcoming]:
+                            ahead.start(doc[upcoming])
+                raw.append(_extract_page(key, doc, path, index, language, ocr, budget, ahead))
             except PdfError:
                 raise
             except Exception as exc:  # one line, whatever the library said
                 why = " ".join(str(exc).split())[:300] or type(exc).__name__
                 raise PdfError(key, f"page {index + 1} cannot be read: {why}") from exc
     finally:
+        if ahead is not None:
+            ahead.close()
         doc.close()
     return _clean_pages(raw, language)
+
+
+def _needs_ocr(page: pymupdf.Page) -> bool:
+    """Whether ``page`` will be OCR'd: no text layer, yet ink on the paper."""
+    return not page.get_text("text").strip() and not is_blank(page)
 
 
 def _extract_page(
@@ -512,6 +529,7 @@ def _extract_page(
     language: str,
     ocr: bool,
     budget: OcrBudget | None = None,
+    ahead: OcrAhead | None = None,
 ) -> _RawPage:
     page = doc[index]
     width, height = page.rect.width, page.rect.height
@@ -542,7 +560,7 @@ def _extract_page(
             result.flags.append("fallback")
         elif ocr and tesseract_available():
             try:
-                result.read_by_ocr(ocr_page(page, language, budget=budget))
+                result.read_by_ocr(ocr_page(page, language, budget=budget, ahead=ahead))
             except OcrSkipped as skipped:  # never silently empty: it still needs OCR
                 result.fixed_rows, result.method = [], "none"
                 result.flags += ["needs_ocr", "ocr_skipped_budget", skipped.flag]

@@ -26,6 +26,7 @@ from civicsetu_pipelines.base.settings import (
     ENV_OCR_MAX_PIXELS,
     ENV_OCR_MAX_SECONDS,
     ENV_OCR_PAGE_TIMEOUT,
+    ENV_OCR_PAGES_AT_ONCE,
 )
 from civicsetu_pipelines.ingest.inspection import inspect_pdf
 from civicsetu_pipelines.ingest.ocr import tesseract_available
@@ -163,6 +164,46 @@ def test_ocr_page_budget_leaves_later_pages_flagged_and_inspect_says_so(
     # a parse a budget cut short is not cached: a larger budget reads the pages next time
     assert not list((tmp_path / "cache").glob("*.json"))
     assert json.loads((tmp_path / "cache" / "parses.jsonl").read_text())["cached"] is False
+
+
+def test_a_scans_pages_are_read_two_at_a_time_word_for_word_as_one_at_a_time(
+    scanned_rules: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """OcrAhead: the next page's first reading runs beside this page's (two Tesseract
+    processes at once: both cores), and every page reads exactly as when read alone; the
+    rendered images it made are removed."""
+    import tempfile
+    import threading
+
+    import civicsetu_pipelines.ingest.ocr as ocr
+
+    readings = ocr._tesseract_words
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def counted(*args: object, **kwargs: object) -> list[object]:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        try:
+            return readings(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(ocr, "_tesseract_words", counted)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    pages = [0, 1, 2]
+    monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "1")
+    alone = parse_pdf("scanned", scanned_rules, pages=pages)
+    assert most == 1
+    monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "2")
+    most = 0
+    at_once = parse_pdf("scanned", scanned_rules, pages=pages)
+    assert most == 2, most
+    assert at_once == alone and all(p.method == "ocr" for p in at_once)
+    assert not list(tmp_path.glob("civicsetu-ocr-*"))
 
 
 def test_ocr_time_budgets_kill_tesseract_and_flag_the_pages(
