@@ -10,7 +10,7 @@ fresh processes, interleaved so the machine's load falls on all of them alike:
 * ``civicsetu ask QUESTION`` with ``CIVICSETU_EMBED_RUNTIME=torch`` (what ``ask`` ran before).
 
 Wall time is measured around each process; peak RSS is the child's own ``ru_maxrss`` (``wait4``).
-Prints the median of the rounds, the ratio ask / help (target <= 2.5) and the peak RSS (target
+Prints the median of the rounds, the ratio ask / help (target <= 2.0) and the peak RSS (target
 <= 350 MiB).
 
 Then (unless ``--no-golden``), in this process, every golden question is answered twice on the
@@ -34,7 +34,7 @@ from typing import Any
 
 CLI = str(Path(sys.executable).with_name("civicsetu"))
 QUESTION = "My builder has delayed possession by two years. Can I get my money back with interest?"
-TARGET_RATIO = 2.5
+TARGET_RATIO = 2.0  # issue 40 (2.5 before it)
 TARGET_RSS_MIB = 350
 
 

@@ -205,6 +205,28 @@ def test_expected_failures_print_one_line_not_a_traceback(
     assert "Traceback" not in result.stderr + result.stdout
 
 
+def test_the_entry_point_catches_a_failure_only_of_a_loaded_module() -> None:
+    """`civicsetu --help` and `ask` do not import the registry, the broker or the migrations
+    to catch their errors (the entry point looks each up among the loaded modules: an error of
+    a module never imported was never raised); once loaded, each is caught."""
+    code = (
+        "import sys\n"
+        "from civicsetu_pipelines.cli import expected_failures\n"
+        "before = sorted(c.__name__ for c in expected_failures())\n"
+        "import civicsetu_pipelines.ingest.registry, civicsetu_pipelines.operate.broker\n"
+        "import civicsetu_pipelines.store.database\n"
+        "after = sorted(c.__name__ for c in expected_failures())\n"
+        "print(before, after, 'civicsetu_pipelines.ingest.registry' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)  # fmt: skip
+    before, after = done.stdout.rsplit(" ", 1)[0].split("] [")
+    assert "RegistryError" not in before and "BrokerError" not in before
+    assert all(name in after for name in ("RegistryError", "DocumentError", "BrokerError",
+                                          "MigrationChecksumError", "StoreNotReady",
+                                          "OperationalError"))  # fmt: skip
+
+
 def test_a_question_before_anything_is_materialized_is_one_clear_line(
     cli_env: dict[str, str], pg_url: str
 ) -> None:
