@@ -19,7 +19,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 # The per-document steps, in pipeline order (the ``stage`` of a SetAside).
-STAGES = ("parse", "structure", "amendments", "checks", "embedding", "graph", "provisions")
+STAGES = ("parse", "structure", "amendments", "checks", "embedding", "graph", "provisions",
+          "akn")  # fmt: skip
 
 
 @dataclass(frozen=True)

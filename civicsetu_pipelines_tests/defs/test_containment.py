@@ -95,10 +95,21 @@ def seam_doubled(source: Path, out: Path, word: str) -> Path:
 
 
 def _inject_faults(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A pipeline bug in two steps, each for one document: the structure decoder raises on
-    mz_faulty, the reference reader on the circular's marked paragraph."""
+    """A pipeline bug in three steps, each for one document: the structure decoder raises on
+    mz_faulty, the reference reader on the circular's marked paragraph, the Akoma Ntoso writer
+    on the circular."""
     from civicsetu_pipelines.graph import edges
     from civicsetu_pipelines.ingest import documents
+    from civicsetu_pipelines.store import akn
+
+    document_xml = akn.document_xml
+
+    def broken_xml(doc: Any, *args: Any, **kwargs: Any) -> Any:
+        if doc.key == "mz_circular":
+            raise ValueError("an exporter bug")
+        return document_xml(doc, *args, **kwargs)
+
+    monkeypatch.setattr(akn, "document_xml", broken_xml)
 
     build_chunks, extract_references = documents.build_chunks, edges.extract_references
 
@@ -116,7 +127,7 @@ def _inject_faults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(edges, "extract_references", broken_references)
 
 
-ASSETS = (*STORE_ASSETS, "document_catalog", "graph_edges")
+ASSETS = (*STORE_ASSETS, "document_catalog", "graph_edges", "akn_documents")
 
 
 def _current(url: str) -> dict[str, int]:
@@ -137,6 +148,8 @@ def test_each_failure_stays_in_its_document_and_the_run_succeeds(
     checks = mizoram.checks(first)
     assert not checks[("parsed_pages", "all_documents_parsed")].passed  # the truncated file
     assert checks[("section_chunks", "documents_set_aside")].passed
+    assert checks[("akn_documents", "documents_set_aside")].passed
+    assert checks[("akn_documents", "akn_schema_valid")].passed
     applied = checks[("section_chunks", "amendments_applied")]
     assert applied.passed, applied.description
     served = _current(mizoram.database_url)
@@ -167,6 +180,16 @@ def test_each_failure_stays_in_its_document_and_the_run_succeeds(
     assert not graph.passed
     assert "mz_circular" in graph.metadata["documents"].value
     assert "graph: KeyError" in graph.metadata["documents"].value["mz_circular"][0]
+    # the Akoma Ntoso export: the circular set aside, named; the others written and valid
+    exported = checks[("akn_documents", "documents_set_aside")]
+    assert not exported.passed
+    assert list(exported.metadata["documents"].value) == ["mz_circular"]
+    assert "akn: ValueError: an exporter bug" in exported.metadata["documents"].value[
+        "mz_circular"][0]  # fmt: skip
+    assert checks[("akn_documents", "akn_schema_valid")].passed
+    (akn,) = [m.materialization for m in second.get_asset_materialization_events()
+              if m.asset_key.to_user_string() == "akn_documents"]  # fmt: skip
+    assert akn.metadata["documents"].value == 3  # the rules, the G.O. and mz_faulty's old rows
     # nothing is lost: the set-aside document's previous rows stay served, the others load
     assert _current(mizoram.database_url) == served
     with connect(mizoram.database_url) as conn:

@@ -2,7 +2,9 @@
 jurisdiction's documents and materialized together (issue 35): the partition's run succeeds;
 each mutant is loaded, or failed or set aside with a reason naming it; the damaged files a user
 could not have added (written past ``documents add``, as a file damaged after it was added) fail
-their own rows only; an amending G.O. with no numbered paragraph applies to the rules it names.
+their own rows only; an amending G.O. with no numbered paragraph applies to the rules it names;
+every mutant that loaded is exported as schema-valid Akoma Ntoso with its texts verbatim, and
+none that failed is.
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ def test_a_sample_of_mutants_materialized_together(store_env: StoreEnv, corpus_d
     assert set(refused) == {"mutant_truncated", "mutant_png_renamed"}, refused
     assert all(line and "\n" not in line for line in refused.values()), refused
 
-    result = store_env.run_assets(J, (*STORE_ASSETS, "document_catalog", "graph_edges"))
+    result = store_env.run_assets(
+        J, (*STORE_ASSETS, "document_catalog", "graph_edges", "akn_documents")
+    )
     assert result.success  # never a failed partition
 
     with connect(store_env.database_url) as conn:
@@ -78,3 +82,14 @@ def test_a_sample_of_mutants_materialized_together(store_env: StoreEnv, corpus_d
         '2024-03-01 ("In sub-rule (2) of rule 18, for the word "three" the word "five" shall be '
         'substituted.")'
     ), problems
+    # Akoma Ntoso: each loaded mutant's expressions exported, valid and verbatim (the blocking
+    # checks passed); nothing of a failed one
+    assert checks[("akn_documents", "akn_schema_valid")].passed
+    assert checks[("akn_documents", "akn_texts_verbatim")].passed
+    (akn,) = [m for m in result.get_asset_materialization_events()
+              if m.asset_key.to_user_string() == "akn_documents"]  # fmt: skip
+    exported = {e["expression"] for e in akn.materialization.metadata["expressions"].value}
+    loaded = {k for k, row in stats.items() if row["ingest_status"] == "ok"}  # and the rules
+    assert {k for k in keys if stats[k]["ingest_status"] == "ok"} < loaded  # the G.O. amends
+    assert loaded and akn.materialization.metadata["documents"].value == len(loaded), exported
+    assert akn.materialization.metadata["files"].value >= len(loaded)

@@ -5,7 +5,8 @@ from typing import Any
 
 import dagster as dg
 
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.base import SetAside, set_aside_for
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, set_aside_check
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
 from civicsetu_pipelines.graph import reference_links
@@ -15,6 +16,7 @@ from civicsetu_pipelines.store import (
     akn_texts,
     export_document,
     fill_eids,
+    record_set_asides,
     rows_on,
 )
 
@@ -28,6 +30,12 @@ from civicsetu_pipelines.store import (
     owners=OWNERS,
     deps=["legal_chunks", "graph_edges"],
     check_specs=[
+        dg.AssetCheckSpec(
+            "documents_set_aside",
+            asset="akn_documents",
+            description="No document's export failed (one that did is named with why; the "
+            "others are exported)",
+        ),
         dg.AssetCheckSpec(
             "akn_schema_valid",
             asset="akn_documents",
@@ -50,7 +58,8 @@ def akn_documents(
     path, `in/act/2016/16/eng@2017-05-01.xml`): its chapters, sections or rules with their
     sub-units (numbers, headings, each unit's stored text verbatim under its eId), forms and
     schedules as attachments, the amendments as lifecycle events and passive modifications,
-    and the cross-references the graph resolved as ``<ref>`` links."""
+    and the cross-references the graph resolved as ``<ref>`` links. A document whose export
+    fails is set aside, named with why (``documents_set_aside``); the others are exported."""
     import datetime as dt
     from pathlib import Path
 
@@ -60,19 +69,34 @@ def akn_documents(
     invalid: list[dict[str, Any]] = []
     altered: list[dict[str, Any]] = []
     files: list[dict[str, Any]] = []
+    asides: list[SetAside] = []
     with postgres.connect() as conn:
         fill_eids(conn)  # rows loaded before sql/0017
         references = reference_links(conn, keys)  # the graph's, as <ref> links
         for doc in stored_documents(conn, keys):
-            for record in export_document(conn, doc, out, references):
-                files.append(record)
-                if record["errors"]:
-                    invalid.append({"file": record["path"], "errors": record["errors"][:5]})
-                texts = akn_texts(Path(record["path"]).read_bytes())
-                rows = rows_on(conn, doc.key, dt.date.fromisoformat(record["day"]))
-                wrong = [str(r["eid"]) for r in rows if texts.get(str(r["eid"])) != r["text"]]
-                if wrong:
-                    altered.append({"file": record["path"], "units": wrong[:20]})
+            bad: list[dict[str, Any]] = []
+            changed: list[dict[str, Any]] = []
+            try:
+                with conn.transaction():  # a savepoint: a failed document's reads undone alone
+                    records = export_document(conn, doc, out, references)
+                    for record in records:
+                        if record["errors"]:
+                            bad.append({"file": record["path"], "errors": record["errors"][:5]})
+                        texts = akn_texts(Path(record["path"]).read_bytes())
+                        rows = rows_on(conn, doc.key, dt.date.fromisoformat(record["day"]))
+                        wrong = [str(r["eid"]) for r in rows
+                                 if texts.get(str(r["eid"])) != r["text"]]  # fmt: skip
+                        if wrong:
+                            changed.append({"file": record["path"], "units": wrong[:20]})
+            except Exception as exc:  # noqa: BLE001 - one document's export never stops the rest
+                asides.append(set_aside_for("akn", doc.key, exc))
+                context.log.error(f"{doc.key}: its Akoma Ntoso export set aside: "
+                                  f"{asides[-1].reason()}")  # fmt: skip
+                continue
+            files += records
+            invalid += bad
+            altered += changed
+        record_set_asides(conn, jurisdiction, "akn", asides)
     context.log.info(f"{jurisdiction}: {len(files)} AKN files under {out}")
     return dg.MaterializeResult(
         metadata={
@@ -85,6 +109,7 @@ def akn_documents(
             ),
         },
         check_results=[
+            set_aside_check(asides),
             dg.AssetCheckResult(
                 check_name="akn_schema_valid",
                 passed=not invalid,
