@@ -313,11 +313,10 @@ def _render(page: pymupdf.Page, dpi: int | None, budget: OcrBudget) -> _Rendered
 class OcrAhead:
     """Tesseract's first reading of the page being read and of the next ones (the budget's
     ``at_once`` pages at once) in worker threads, so that a scan's pages are read two at a time
-    on two cores. Pages are
-    rendered in the caller's thread (PyMuPDF is not thread-safe); a page that turns out not to
-    need OCR costs one reading. Each page's words are those of reading it alone: the same
-    command, image and layout. Close it (a context manager) to stop and clean what was not
-    taken."""
+    on two cores. Pages are rendered in the caller's thread (PyMuPDF is not thread-safe); a
+    page that turns out not to need OCR costs one reading. Each page's words are those of
+    reading it alone: the same command, image and layout. Close it (a context manager) to stop
+    and clean what was not taken."""
 
     def __init__(self, language: str, budget: OcrBudget) -> None:
         self.pages = max(1, budget.at_once)
@@ -329,9 +328,11 @@ class OcrAhead:
         self._started: dict[int, tuple[_Rendered, Future[list[_PixelWord]]]] = {}
 
     def start(self, page: pymupdf.Page) -> None:
-        """Begin ``page``'s first reading (once), unless the document's budget is spent."""
+        """Begin ``page``'s first reading (once), unless the document's budget is spent (its
+        pages counting those already begun)."""
         left = self.budget.max_seconds - self.budget.seconds
-        if page.number in self._started or left <= 0 or self.budget.pages >= self.budget.max_pages:
+        begun = self.budget.pages + len(self._started)
+        if page.number in self._started or left <= 0 or begun >= self.budget.max_pages:
             return
         rendered = _render(page, None, self.budget)
         timeout = min(self.budget.page_timeout, left)
