@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from civicsetu_pipelines.base import Settings
 
@@ -47,6 +49,30 @@ def store_if_any() -> Any:
     if not settings.database_url and not EmbeddedPostgres.from_settings(settings).data_dir.is_dir():
         return None
     return connect_store()
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line of at most 300 characters (its type when it says nothing)."""
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def sync_mirror(conn: Any, jurisdiction: str, say: Callable[[str], None]) -> None:
+    """After a retirement committed: sync ``jurisdiction``'s Neo4j mirror to Postgres (when one
+    is configured) and ``say`` what it removed; when the sync fails, say that the mirror is
+    behind and which command syncs it (Postgres, what ``ask`` serves, is done either way)."""
+    from civicsetu_pipelines.operate import mirror_jurisdiction
+
+    try:
+        mirrored = mirror_jurisdiction(conn, jurisdiction)
+    except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
+        console.print(f"[yellow]the Neo4j mirror of {jurisdiction} was not updated "
+                      f"({escape(one_line(exc))}):"
+                      f" `civicsetu materialize -j {jurisdiction}` syncs it[/yellow]")  # fmt: skip
+        return
+    if mirrored is not None:
+        say(f"Neo4j mirror of {jurisdiction}: {mirrored['documents_removed']} document(s), "
+            f"{mirrored['units_removed']} unit(s) and {mirrored['edges_removed']} edge(s) "
+            "removed")  # fmt: skip
 
 
 def read_all_stats() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

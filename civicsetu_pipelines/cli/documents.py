@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from civicsetu_pipelines.cli.common import connect_store, console, out, print_json, store_if_any
+from civicsetu_pipelines.cli.common import (
+    connect_store,
+    console,
+    one_line,
+    out,
+    print_json,
+    store_if_any,
+    sync_mirror,
+)
 
 documents_app = typer.Typer(
     help="The registered documents: add your own, list, remove; and those a watched source "
@@ -237,7 +245,7 @@ def documents_remove(
         conn = store_if_any()
     except Exception as exc:  # noqa: BLE001 - the registry changed; say what is left to do
         for jurisdiction in by_jurisdiction:
-            _say(f"the database is not running or cannot be reached ({_one_line(exc)}): "
+            _say(f"the database is not running or cannot be reached ({one_line(exc)}): "
                  f"{_later(jurisdiction)}")  # fmt: skip
         return
     if conn is None:
@@ -257,7 +265,7 @@ def _retire_removed(conn: Any, jurisdiction: str, removed: list[str]) -> None:
     transaction, sync the Neo4j mirror, and warn of the citations left unresolved."""
     from civicsetu_pipelines.graph import citations_of
     from civicsetu_pipelines.ingest import load_registry
-    from civicsetu_pipelines.operate import mirror_jurisdiction, retire_jurisdiction_documents
+    from civicsetu_pipelines.operate import retire_jurisdiction_documents
 
     registered = [s.key for s in load_registry().documents(jurisdiction)]
     named = ", ".join(repr(k) for k in removed)
@@ -268,33 +276,20 @@ def _retire_removed(conn: Any, jurisdiction: str, removed: list[str]) -> None:
                                                 only=removed)  # fmt: skip
         conn.commit()
     except Exception as exc:  # noqa: BLE001 - rolled back whole; say what is left to do
-        console.print(f"[red]the rows of {named} were not retired ({_one_line(exc)}): "
+        console.print(f"[red]the rows of {named} were not retired ({one_line(exc)}): "
                       f"{_later(jurisdiction)}[/red]")  # fmt: skip
         raise typer.Exit(1) from None
     left = ("; it was the last document of " + jurisdiction + ": nothing of it is served"
             if not registered else
             f"; the next `civicsetu materialize -j {jurisdiction}` agrees")  # fmt: skip
     _say(f"{named}: {retired.summary()}{left}")
-    try:
-        mirrored = mirror_jurisdiction(conn, jurisdiction)
-    except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
-        console.print(f"[yellow]the Neo4j mirror was not updated ({_one_line(exc)}): `civicsetu "
-                      f"materialize -j {jurisdiction}` syncs it[/yellow]")  # fmt: skip
-    else:
-        if mirrored is not None:
-            _say(f"Neo4j mirror of {jurisdiction}: {mirrored['documents_removed']} "
-                 f"document(s), {mirrored['units_removed']} unit(s) and "
-                 f"{mirrored['edges_removed']} edge(s) removed")  # fmt: skip
+    sync_mirror(conn, jurisdiction, _say)
     if cited:
         console.print(f"[yellow]warning: {len(cited)} citation(s) of {named} by other documents "
                       "are now unresolved:[/yellow]")  # fmt: skip
         for edge in cited:
             console.print(f"[yellow]  {edge['source_document']} {edge['source_label']} -> "
                           f"{edge['target_label']} ({edge['edge_type']})[/yellow]")  # fmt: skip
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())[:300] or type(exc).__name__
 
 
 @documents_app.command("pending")

@@ -313,24 +313,20 @@ def _retire_emptied(jurisdiction: str, *, results: bool = True) -> None:
     """Retire every row a jurisdiction without a registered document still serves, in one
     transaction, and its Neo4j mirror (when configured); what was retired is printed on stdout
     (``results``), else (``--json``: stdout holds the JSON alone) on stderr."""
-    from civicsetu_pipelines.cli.common import connect_store
-    from civicsetu_pipelines.operate import mirror_jurisdiction, retire_jurisdiction_documents
+    from civicsetu_pipelines.cli.common import connect_store, sync_mirror
+    from civicsetu_pipelines.operate import retire_jurisdiction_documents
+
+    def say(line: str) -> None:
+        (out if results else console).print(line, markup=False, highlight=False, soft_wrap=True)
 
     with connect_store() as conn:
         retired = retire_jurisdiction_documents(conn, jurisdiction, registered=[])
         conn.commit()
-        (out if results else console).print(
+        say(
             f"{jurisdiction}: no registered documents left: {retired.summary()} "
-            f"({', '.join(retired.documents) or 'none'}); nothing of it is served",
-            markup=False, highlight=False, soft_wrap=True)  # fmt: skip
-        try:
-            mirrored = mirror_jurisdiction(conn, jurisdiction)
-        except Exception as exc:  # noqa: BLE001 - Postgres is done; say the mirror is behind
-            console.print(f"[yellow]{jurisdiction}: the Neo4j mirror was not updated: "
-                          f"{exc}[/yellow]")  # fmt: skip
-        else:
-            if mirrored is not None:
-                console.print(f"{jurisdiction}: Neo4j mirror synced {mirrored}", markup=False)
+            f"({', '.join(retired.documents) or 'none'}); nothing of it is served"
+        )
+        sync_mirror(conn, jurisdiction, say)
 
 
 def _stats_rows() -> list[dict[str, Any]]:

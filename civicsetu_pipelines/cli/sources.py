@@ -160,7 +160,7 @@ def _removed_but_served(jurisdictions: list[str] | None) -> dict[str, list[str]]
     the database could not be reached, or by hand), by jurisdiction (of ``jurisdictions``, when
     given): the jurisdictions whose run retires them. Empty when nothing was ever stored."""
     from civicsetu_pipelines.base import jurisdiction_code
-    from civicsetu_pipelines.cli.common import store_if_any
+    from civicsetu_pipelines.cli.common import one_line, store_if_any
     from civicsetu_pipelines.ingest import load_registry
     from civicsetu_pipelines.store import documents_served
 
@@ -168,7 +168,7 @@ def _removed_but_served(jurisdictions: list[str] | None) -> dict[str, list[str]]
         conn = store_if_any()
     except Exception as exc:  # noqa: BLE001 - the tick goes on; its runs will say more
         console.print(f"[yellow]the store was not read for removed documents: "
-                      f"{escape(' '.join(str(exc).split())[:300])}[/yellow]")  # fmt: skip
+                      f"{escape(one_line(exc))}[/yellow]")  # fmt: skip
         return {}
     if conn is None:
         return {}

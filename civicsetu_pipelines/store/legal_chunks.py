@@ -444,13 +444,8 @@ def documents_served(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
 
 
 def jurisdictions_served(conn: psycopg.Connection[Any]) -> list[str]:
-    """The jurisdictions with a current document version (rows ``ask`` may serve)."""
-    with conn.cursor() as cur:
-        cur.execute(
-            "SELECT DISTINCT jurisdiction FROM document_versions WHERE status = 'current' "
-            "ORDER BY jurisdiction"
-        )
-        return [str(row[0]) for row in cur.fetchall()]
+    """The jurisdictions with a current document version (rows ``ask`` may serve), sorted."""
+    return list(documents_served(conn))
 
 
 def _version_for(
