@@ -616,6 +616,11 @@ def _write_export(snapshot: GraphSnapshot, directory: Path) -> list[str]:
     return [*NODE_FILES.values(), *relationship_files, IMPORT_SCRIPT]
 
 
+def _refuse_unless_replaceable(out_dir: Path) -> None:
+    if out_dir.exists() and not _replaceable(out_dir):
+        raise ValueError(f"{out_dir} exists and is not an earlier graph export: not replacing it")
+
+
 def _replaceable(directory: Path) -> bool:
     """An existing ``directory`` may be replaced: empty, or an earlier export."""
     if not directory.is_dir():
@@ -646,14 +651,17 @@ def export_csv(snapshot: GraphSnapshot, out_dir: Path) -> dict[str, Path]:
     ``import``).
     """
     out_dir = Path(out_dir)
-    if out_dir.exists() and not _replaceable(out_dir):
-        raise ValueError(f"{out_dir} exists and is not an earlier graph export: not replacing it")
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Checked under the lock the move takes: another export of the jurisdiction moves the
+    # directory aside and back under it (checked outside it, the directory could be seen to
+    # exist and then not to be one). Once before writing, to fail early; again at the move.
+    with directory_lock(out_dir.parent):
+        _refuse_unless_replaceable(out_dir)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
     try:
         work.chmod(0o755)
         names = _write_export(snapshot, work)
         with directory_lock(out_dir.parent):  # two exports of one jurisdiction at once
+            _refuse_unless_replaceable(out_dir)
             _move_into_place(work, out_dir)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
