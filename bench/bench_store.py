@@ -14,7 +14,10 @@ In ONE process, on a fresh state directory (fresh embedded Postgres, empty embed
 
 Prints the figures and the ratios cold / floor (the floor: bare encoding of the same windows
 plus bare OCR of the same scanned pages at the same resolution, both in this process, one after
-the other), cold / bare encoding (in the runtime the pipeline used) and warm / cold.
+the other), cold / bare encoding (in the runtime the pipeline used) and warm / cold; and the CPU
+work of each (core-seconds of the whole machine, from ``/proc/stat``: run it on a quiet machine),
+with the wall the cold run's work would take on every core kept busy: what scheduling alone
+could reach.
 ``--cold-only`` stops after steps 1 and 2 (in the pipeline's runtime only).
 
 ``CIVICSETU_BENCH_PARTITIONS=CENTRAL,GUJARAT`` limits the run to those partitions, and
@@ -86,6 +89,16 @@ def materialize(
         for asset, values in outcome.metadata.items():
             meta[f"{asset}:{outcome.jurisdiction}"] = values
     return seconds, meta, sum(o.status == "up_to_date" for o in outcomes)
+
+
+def machine_busy() -> float:
+    """Seconds the machine's cores have been busy since boot (``/proc/stat``: user, nice,
+    system, irq, softirq and steal time of all cores), so that a difference is the CPU work of
+    everything that ran between two readings: this process, its threads and children, the
+    embedding worker, Tesseract and the Postgres server alike (the machine otherwise quiet)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def step_seconds(run_ids: list[str]) -> dict[str, float]:
@@ -249,14 +262,21 @@ def main() -> None:
 
         profile = cProfile.Profile()
         profile.enable()
+    busy = machine_busy()
     cold, cold_meta, _ = materialize(partitions)
+    cold_work = machine_busy() - busy
     if profile is not None:
         profile.disable()
     cold_runs = list(RUN_IDS)
     runtime = embedding_config_from_env().runtime
+    busy = machine_busy()
     ocr_s, ocr_pages = bare_ocr()
+    ocr_work = machine_busy() - busy
+    busy = machine_busy()
     bare, texts, windows = bare_encoding(runtime)
+    bare_work = machine_busy() - busy
     floor = bare + ocr_s
+    cores = os.cpu_count() or 1
     rows = total(cold_meta, "legal_chunks", "inserted")
     encode_s = total(cold_meta, "chunk_embeddings", "encode_seconds")
     load_s = total(cold_meta, "legal_chunks", "load_seconds")
@@ -271,8 +291,13 @@ def main() -> None:
     print(f"bare OCR, the same {ocr_pages:3} scanned pages    {ocr_s:8.2f} s  (Tesseract, psm 3)")
     print(f"floor: bare encoding + bare OCR         {floor:8.2f} s")
     print(f"ratio cold / bare encoding              {cold / bare:8.2f}")
-    print(f"ratio cold / floor                      {cold / floor:8.2f}  (target <= 1.2)",
-          flush=True)  # fmt: skip
+    print(f"ratio cold / floor                      {cold / floor:8.2f}  (target <= 1.2)")
+    print(f"CPU work (core-seconds, the machine's): cold {cold_work:.1f}, bare encoding "
+          f"{bare_work:.1f}, bare OCR {ocr_work:.1f}; beyond the floor's "
+          f"{cold_work - bare_work - ocr_work:.1f}")  # fmt: skip
+    print(f"cold's work on {cores} cores kept busy     {cold_work / cores:8.2f} s  "
+          f"(ratio to the floor {cold_work / cores / floor:.2f}; the cores were busy "
+          f"{100 * cold_work / cores / cold:.0f}% of the cold run)", flush=True)  # fmt: skip
     if profile is not None:
         print_profile(profile, step_seconds(cold_runs), cold)
     if "--cold-only" not in sys.argv[1:]:

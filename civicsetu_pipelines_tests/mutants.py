@@ -588,7 +588,7 @@ def _run_steps(mutant: Mutant, work_dir: Path, result: Outcome, *, ocr: bool) ->
             amended = amend_partition([*base_rows, *rows], [instrument])
             notes.append(f"{len(amended.done)} instruction(s) applied")
             notes += amended.problems
-    _frame, set_aside = set_aside_documents(CHUNKS, pd.DataFrame(rows))
+    set_aside = set_aside_documents(CHUNKS, pd.DataFrame(rows)).reasons
     if set_aside:
         result.outcome = "set_aside"
         result.reason = "; ".join(set_aside.get(spec.key, [])) or str(set_aside)

@@ -59,6 +59,7 @@ from .quality import (
     CHUNKS as CHUNKS,
     DOCUMENTS as DOCUMENTS,
     PAGES as PAGES,
+    RuleResult as RuleResult,
     TableSchema as TableSchema,
     set_aside_documents as set_aside_documents,
     validate as validate,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -202,20 +202,34 @@ def validate(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
     return results
 
 
+class KeptRows(NamedTuple):
+    """What :func:`set_aside_documents` keeps and sets aside: the rows kept, each set-aside
+    document's reasons, and every rule's result on the kept rows when that validation was
+    already made (nothing set aside; else ``None``, and a check validates the kept rows)."""
+
+    kept: pd.DataFrame
+    reasons: dict[str, list[str]]
+    results: list[RuleResult] | None
+
+
 def set_aside_documents(
     schema: TableSchema, frame: pd.DataFrame, by: str = "document_key"
-) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+) -> KeptRows:
     """A defect stays in its document: the rows of the documents whose own rows pass every
     blocking rule of ``schema``, and for each document set aside, what its rows fail (the
     rule, how many rows, examples).
 
-    One validation of the whole frame when it passes (the usual case); otherwise each
-    document's rows are validated alone. A failure no single document explains (two documents'
-    rows clashing) sets nothing aside: the whole frame's blocking check then fails, as before.
+    One validation of the whole frame by every rule when its blocking rules pass (the usual
+    case), which is also the frame's check (``results``); otherwise each document's rows are
+    validated alone. A failure no single document explains (two documents' rows clashing) sets
+    nothing aside: the whole frame's blocking check then fails, as before.
     """
+    if frame.empty:
+        return KeptRows(frame, {}, None)
+    results = validate(schema, frame)
+    if all(r.success for r in results if r.rule.blocking):
+        return KeptRows(frame, {}, results)
     blocking = TableSchema(schema.name, tuple(r for r in schema.rules if r.blocking))
-    if frame.empty or all(r.success for r in validate(blocking, frame)):
-        return frame, {}
     reasons: dict[str, list[str]] = {}
     for key, rows in frame.groupby(by, sort=True):
         failed = [r for r in validate(blocking, rows.reset_index(drop=True)) if not r.success]
@@ -225,4 +239,7 @@ def set_aside_documents(
                 + "; ".join(repr(str(x)[:80]) for x in r.examples[:3])
                 for r in failed
             ]
-    return frame[~frame[by].astype(str).isin(reasons)].reset_index(drop=True), reasons
+    if not reasons:  # nothing set aside: the whole frame's results are the kept rows'
+        return KeptRows(frame, {}, results)
+    kept = frame[~frame[by].astype(str).isin(reasons)].reset_index(drop=True)
+    return KeptRows(kept, reasons, None)

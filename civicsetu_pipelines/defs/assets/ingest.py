@@ -22,6 +22,7 @@ from civicsetu_pipelines.ingest import (
     DOCUMENTS,
     PAGES,
     DocumentSpec,
+    RuleResult,
     TableSchema,
     amend_partition,
     amendable_titles,
@@ -77,9 +78,15 @@ def _check_specs(asset: str, schema: TableSchema) -> list[dg.AssetCheckSpec]:
 
 
 def _check_results(
-    schema: TableSchema, frame: pd.DataFrame, asset: str
+    schema: TableSchema,
+    frame: pd.DataFrame,
+    asset: str,
+    results: list[RuleResult] | None = None,
 ) -> list[dg.AssetCheckResult]:
-    results = validate(schema, frame) if not frame.empty else []
+    """Each rule of ``schema`` as a check of ``asset``: ``results`` when the frame was
+    validated already, else a validation of ``frame``."""
+    if results is None:
+        results = validate(schema, frame) if not frame.empty else []
     by_name = {r.rule.name: r for r in results}
     out = []
     for rule in schema.rules:
@@ -353,7 +360,7 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
     # A defect stays in its document: one whose own chunks fail a blocking check is set
     # aside (named, flagged in document_structure and the catalog; its previous rows stay
     # served), and the partition's other documents go on to load.
-    chunk_frame, failing = set_aside_documents(CHUNKS, pd.DataFrame(chunks))
+    chunk_frame, failing, chunk_results = set_aside_documents(CHUNKS, pd.DataFrame(chunks))
     set_aside = by_document(asides)
     for key, why in failing.items():
         set_aside.setdefault(key, []).extend(f"checks: its chunks fail {w}" for w in why)
@@ -384,7 +391,7 @@ def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame
             )
         },
     )
-    yield from _check_results(CHUNKS, chunk_frame, "section_chunks")
+    yield from _check_results(CHUNKS, chunk_frame, "section_chunks", chunk_results)
     yield dg.AssetCheckResult(
         asset_key="section_chunks",
         check_name="amendments_applied",
