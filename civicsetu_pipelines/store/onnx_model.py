@@ -372,7 +372,8 @@ class OnnxEmbedder(WindowedEmbedder):
         self.models_dir = models_dir
         self.threads = threads
         self._folder = folder
-        self._loaded: tuple[Any, Any, Any, int] | None = None
+        self._loaded: tuple[Any, Any, Path, int] | None = None
+        self._plain: Any = None  # the tokenizer without truncation, for offsets: on first use
 
     def _load(self) -> tuple[Any, Any, Any, int]:
         if self._loaded is None:
@@ -400,10 +401,7 @@ class OnnxEmbedder(WindowedEmbedder):
             batched = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
             batched.enable_truncation(max_length=length)
             batched.enable_padding()
-            plain = Tokenizer.from_file(str(folder / TOKENIZER_FILE))
-            plain.no_truncation()
-            plain.no_padding()
-            self._loaded = (session, batched, plain, length)
+            self._loaded = (session, batched, folder, length)
         return self._loaded
 
     @property
@@ -411,7 +409,14 @@ class OnnxEmbedder(WindowedEmbedder):
         return self._load()[3]
 
     def offsets(self, text: str) -> list[tuple[int, int]]:
-        encoding = self._load()[2].encode(text, add_special_tokens=False)
+        if self._plain is None:  # a question never needs it (16 ms of a cold ask)
+            from tokenizers import Tokenizer
+
+            plain = Tokenizer.from_file(str(self._load()[2] / TOKENIZER_FILE))
+            plain.no_truncation()
+            plain.no_padding()
+            self._plain = plain
+        encoding = self._plain.encode(text, add_special_tokens=False)
         return [(int(a), int(b)) for a, b in encoding.offsets]
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
