@@ -21,7 +21,7 @@ from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document
 from civicsetu_pipelines.ingest.legal_structure import build_chunks
 from civicsetu_pipelines.ingest.ocr import reading_ahead, tesseract_identity
-from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf, scan_pages
+from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf
 from civicsetu_pipelines.ingest.registry import DocumentSpec, PageRangeError
 
 PAGE_JSON_COLUMNS = ("rows", "margin_notes", "removed", "flags")
@@ -231,26 +231,16 @@ def prefetch_parses(
 ) -> int:
     """Fetch and parse documents into the caches ahead of their runs; returns how many.
 
-    All are fetched first; then scans are parsed before the others, the longest first (their
-    OCR is the longest work of a cold run: begun first, it overlaps the most of the runs'
-    own), and the rest in the order given.
-
     Best effort: a document that fails here is left for its run, which reports the failure.
     """
-    fetched: list[tuple[int, DocumentSpec, Any]] = []
-    for spec in specs:
-        try:
-            got = fetch_document(spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache,
-                                 offline=offline)  # fmt: skip
-        except Exception:  # noqa: BLE001 - the run itself reports what went wrong
-            continue
-        fetched.append((scan_pages(spec.key, got.path) if ocr else 0, spec, got))
-    fetched.sort(key=lambda item: -item[0])  # stable: the rest keep their order
     done = 0
     with reading_ahead():  # its OCR gives way to the runs' own work
-        for _, spec, got in fetched:
+        for spec in specs:
             try:
-                parse_rows_cached(spec, got.path, got.sha256, parse_cache, ocr=ocr)
+                fetched = fetch_document(
+                    spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache, offline=offline
+                )
+                parse_rows_cached(spec, fetched.path, fetched.sha256, parse_cache, ocr=ocr)
                 done += 1
             except Exception:  # noqa: BLE001 - the run itself reports what went wrong
                 continue

@@ -516,21 +516,6 @@ def parse_pdf(
     return _clean_pages(raw, language)
 
 
-def scan_pages(key: str, path: Path) -> int:
-    """How many pages OCR would read in the PDF at ``path``, judged by its first page alone (a
-    scan's pages: all of them when the first has no text layer but ink, else 0). A cheap
-    estimate, to parse the costliest documents first; 0 for a file that does not open (its
-    parse says why)."""
-    try:
-        doc = open_pdf(key, path)
-    except PdfError:
-        return 0
-    try:
-        return doc.page_count if _needs_ocr(doc[0]) else 0
-    finally:
-        doc.close()
-
-
 def _needs_ocr(page: pymupdf.Page) -> bool:
     """Whether ``page`` will be OCR'd: no text layer, yet ink on the paper."""
     return not page.get_text("text").strip() and not is_blank(page)

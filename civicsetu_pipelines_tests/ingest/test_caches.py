@@ -16,14 +16,10 @@ from civicsetu_pipelines.ingest.documents import (
     parse_fingerprint,
     parse_ledger,
     parse_rows_cached,
-    prefetch_parses,
 )
-from civicsetu_pipelines.ingest.ocr import tesseract_available
-from civicsetu_pipelines.ingest.pages import scan_pages
-from civicsetu_pipelines.ingest.registry import DocumentSpec, load_registry
+from civicsetu_pipelines.ingest.registry import load_registry
 from civicsetu_pipelines.operate.freshness import partition_fingerprint
 from civicsetu_pipelines.store.embedding import sha256_file
-from civicsetu_pipelines_tests.pdfgen import scanned_pdf, write_pdf
 
 KEY = "gujarat_appellate_tribunal_rules_2016"
 
@@ -146,46 +142,3 @@ def test_partition_fingerprint_changes_with_a_document_or_a_setting(
     (mirror / str(spec.filename)).unlink()
     # A document not in any mirror would be downloaded: no fingerprint, the run always happens.
     assert partition_fingerprint("GUJARAT", registry, [mirror], settings) is None
-
-
-def _rules(n: int) -> list[list[str]]:
-    return [[f"{n}. The promoter shall file the return of rule {n} within thirty days."]]
-
-
-def test_scan_pages_counts_a_scans_pages_and_nothing_else(tmp_path: Path) -> None:
-    text = write_pdf(tmp_path / "text.pdf", [*_rules(1), *_rules(2)])
-    scan = scanned_pdf(tmp_path / "scan.pdf", [*_rules(1), *_rules(2), *_rules(3)])
-    (tmp_path / "not.pdf").write_text("<html>a listing page</html>")
-    assert scan_pages("text", text) == 0
-    assert scan_pages("scan", scan) == 3
-    assert scan_pages("not", tmp_path / "not.pdf") == 0  # its parse says why
-
-
-def test_a_scan_is_parsed_ahead_before_the_documents_listed_before_it(tmp_path: Path) -> None:
-    if not tesseract_available():
-        if os.environ.get("CI"):
-            pytest.fail("tesseract missing (CI installs it)")
-        pytest.skip("tesseract missing")
-    mirror = tmp_path / "mirror"
-    mirror.mkdir()
-    paths = [write_pdf(mirror / "a.pdf", _rules(1)), write_pdf(mirror / "b.pdf", _rules(2)),
-             scanned_pdf(mirror / "c.pdf", _rules(3), dpi=200)]  # fmt: skip
-    specs = [
-        DocumentSpec(
-            key=f"goa_{p.stem}",
-            title=f"Goa rules {p.stem}",
-            jurisdiction="GOA",
-            effective_date="2019-01-01",
-            doc_type="rules",
-            source_url=p.as_uri(),
-            filename=p.name,
-        )  # fmt: skip
-        for p in paths
-    ]
-    cache = tmp_path / "parses"
-    done = prefetch_parses(specs, mirror_dirs=[mirror], pdf_cache=tmp_path / "pdfs",
-                           parse_cache=cache, offline=True)  # fmt: skip
-    assert done == 3
-    ledger = parse_ledger(cache)
-    assert [r["document"] for r in ledger] == ["goa_c", "goa_a", "goa_b"]
-    assert [r["ocr_pages"] for r in ledger] == [1, 0, 0]
