@@ -55,10 +55,10 @@ from civicsetu_pipelines.ingest.registry import DOCUMENTS_YAML, load_registry  #
 from civicsetu_pipelines.operate.instance import prepare_dagster_home  # noqa: E402
 from civicsetu_pipelines.operate.runs import open_instance, run_partitions  # noqa: E402
 from civicsetu_pipelines.store.database import EmbeddedPostgres  # noqa: E402
+from civicsetu_pipelines.store.embedders import open_embedder  # noqa: E402
 from civicsetu_pipelines.store.embedding import (  # noqa: E402
     document_text,
     embedding_config_from_env,
-    open_embedder,
     sha256_file,
 )
 

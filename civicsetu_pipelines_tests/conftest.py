@@ -509,7 +509,8 @@ class CorpusStore:
     def query_embedder(self) -> Any:
         """The question path's embedder: the ONNX runtime, one thread (as ``civicsetu ask``)."""
         from civicsetu_pipelines.answer import QueryEmbedder
-        from civicsetu_pipelines.store.embedding import EmbeddingConfig, open_embedder
+        from civicsetu_pipelines.store.embedders import open_embedder
+        from civicsetu_pipelines.store.embedding import EmbeddingConfig
 
         return QueryEmbedder(open_embedder(EmbeddingConfig(), self.models_dir, threads=1))
 

@@ -45,16 +45,18 @@ from .database import (
     redact_url as redact_url,
     resolve_database_url as resolve_database_url,
 )
+from .embedders import (
+    ModelWorker as ModelWorker,
+    open_embedder as open_embedder,
+)
 from .embedding import (
     PACKAGED_MODEL as PACKAGED_MODEL,
     Embedder as Embedder,
     EmbeddingConfig as EmbeddingConfig,
     EvidenceDistances as EvidenceDistances,
-    ModelWorker as ModelWorker,
     WindowedEmbedder as WindowedEmbedder,
     document_text as document_text,
     embedding_config_from_env as embedding_config_from_env,
-    open_embedder as open_embedder,
     sha256_file as sha256_file,
     text_sha256 as text_sha256,
 )

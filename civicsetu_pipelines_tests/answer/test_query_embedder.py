@@ -11,7 +11,8 @@ import pytest
 
 from civicsetu_pipelines.answer.answers import QueryEmbedder
 from civicsetu_pipelines.answer.questions import understand
-from civicsetu_pipelines.store.embedding import EmbeddingConfig, open_embedder
+from civicsetu_pipelines.store.embedders import open_embedder
+from civicsetu_pipelines.store.embedding import EmbeddingConfig
 
 
 @pytest.mark.parametrize("runtime", ["onnx", "torch"])

@@ -230,7 +230,7 @@ def test_document_prefix_does_not_truncate_a_full_window(packaged_models_dir: Pa
 
 
 def test_worker_process_gives_the_in_process_vectors(packaged_models_dir: Path) -> None:
-    from civicsetu_pipelines.store.embedding import ModelWorker
+    from civicsetu_pipelines.store.embedders import ModelWorker
 
     texts = ["Return of amount and compensation.", "Rule 16. Rate of interest payable."]
     local = Embedder(EmbeddingConfig(), packaged_models_dir)
@@ -251,7 +251,7 @@ def test_worker_process_gives_the_in_process_vectors(packaged_models_dir: Path) 
 def test_worker_process_reports_a_bad_model_with_its_type(
     packaged_models_dir: Path, tmp_path: Path
 ) -> None:
-    from civicsetu_pipelines.store.embedding import ModelWorker
+    from civicsetu_pipelines.store.embedders import ModelWorker
 
     models, weights = _copied_model(packaged_models_dir, tmp_path)
     with weights.open("r+b") as handle:
