@@ -124,3 +124,17 @@ def test_readme_asset_graph_is_the_definitions_graph() -> None:
         len(defs.resolve_asset_graph().get(k).parent_keys)
         for k in defs.resolve_asset_graph().get_all_asset_keys()
     )
+
+
+def test_no_module_of_the_package_imports_itself_back() -> None:
+    """The house has no import circles: no module reaches itself through the modules it imports
+    (top-level and function-local imports alike), as import-linter's graph (grimp) sees them."""
+    import grimp
+
+    graph = grimp.build_graph("civicsetu_pipelines", cache_dir=None)
+    circles = []
+    for module in sorted(graph.modules):
+        for imported in graph.find_modules_directly_imported_by(module):
+            if graph.chain_exists(importer=imported, imported=module):
+                circles.append(f"{module} -> {imported} -> ... -> {module}")
+    assert circles == []
