@@ -15,13 +15,13 @@ import pytest
 from psycopg import sql
 
 from civicsetu_pipelines.store.database import connect
+from civicsetu_pipelines.store.embedders import open_embedder
 from civicsetu_pipelines.store.embedding import (
     Embedder,
     EmbeddingConfig,
     ModelChecksumError,
     ModelError,
     document_text,
-    open_embedder,
 )
 from civicsetu_pipelines.store.onnx_model import (
     MIN_COSINE,
