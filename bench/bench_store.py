@@ -20,8 +20,9 @@ with the wall the cold run's work would take on every core kept busy: what sched
 could reach.
 ``--cold-only`` stops after steps 1 and 2 (in the pipeline's runtime only).
 
-``CIVICSETU_BENCH_PARTITIONS=CENTRAL,GUJARAT`` limits the run to those partitions, and
-``CIVICSETU_BENCH_PSTATS=FILE`` keeps the profile for ``pstats``.
+``CIVICSETU_BENCH_PARTITIONS=CENTRAL,GUJARAT`` limits the run to those partitions,
+``CIVICSETU_BENCH_PSTATS=FILE`` keeps the profile for ``pstats``, and
+``CIVICSETU_BENCH_TIMELINE=1`` prints when each step of each run began and ended.
 
 ``--profile`` runs the cold materialization under cProfile (this process: the runs' steps and
 the prefetching thread; the embedding worker and Tesseract are processes of their own) and
@@ -111,6 +112,24 @@ def step_seconds(run_ids: list[str]) -> dict[str, float]:
                     seconds = stat.end_time - stat.start_time
                     out[stat.step_key] = out.get(stat.step_key, 0.0) + seconds
     return out
+
+
+def print_timeline(run_ids: list[str], began: float) -> None:
+    """Each step of each run, from and to (seconds since the cold run began), in order."""
+    rows = []
+    with dg.DagsterInstance.get() as instance:
+        for run_id in run_ids:
+            for stat in instance.get_run_step_stats(run_id):
+                if stat.start_time and stat.end_time:
+                    rows.append((stat.start_time - began, stat.end_time - began, stat.step_key))
+    print("\nsteps (seconds since the cold run began)")
+    for start, end, step in sorted(rows):
+        print(f"  {start:7.1f} {end:7.1f}  {end - start:6.1f}  {step}")
+    for record in parse_ledger():
+        if record.get("at"):
+            ended = float(record["at"]) - began
+            print(f"  {ended - float(record['seconds']):7.1f} {ended:7.1f}  "
+                  f"{float(record['seconds']):6.1f}  parse of {record['document']}")  # fmt: skip
 
 
 def parse_ledger() -> list[dict[str, Any]]:
@@ -263,8 +282,11 @@ def main() -> None:
         profile = cProfile.Profile()
         profile.enable()
     busy = machine_busy()
+    began = time.strftime("%H:%M:%S")
+    began_at = time.time()
     cold, cold_meta, _ = materialize(partitions)
     cold_work = machine_busy() - busy
+    print(f"cold run from {began} to {time.strftime('%H:%M:%S')} (to read beside vmstat)")
     if profile is not None:
         profile.disable()
     cold_runs = list(RUN_IDS)
@@ -300,6 +322,8 @@ def main() -> None:
           f"{100 * cold_work / cores / cold:.0f}% of the cold run)", flush=True)  # fmt: skip
     if profile is not None:
         print_profile(profile, step_seconds(cold_runs), cold)
+    if os.environ.get("CIVICSETU_BENCH_TIMELINE"):
+        print_timeline(cold_runs, began_at)
     if "--cold-only" not in sys.argv[1:]:
         others(partitions, runtime, cold)
     EmbeddedPostgres(STATE).stop()

@@ -8,8 +8,8 @@ come back in PDF points so OCR'd lines sit where a text layer's would.
 OCR is bounded per document by an :class:`OcrBudget` (pages, seconds, seconds a page, pixels a
 page; ``CIVICSETU_OCR_*``): a page past it raises :class:`OcrSkipped`, which says which budget.
 
-A scanned document's pages are read two at a time (:class:`OcrAhead`): Tesseract's first
-reading of the next page runs while this one is read, so both cores work; every page's words
+A scanned document's pages are read two at a time (:class:`OcrAhead`): Tesseract's readings of
+the next pages run while this one is read, so both cores work; every page's words
 are exactly what reading it alone gives (the same command on the same image).
 """
 
@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +213,7 @@ class OcrPage(NamedTuple):
 # columns below. The reading that leaves less ink unread is kept.
 LAYOUTS = (("auto", "3"), ("block", "6"))
 MAX_UNREAD = 2  # this many unread ink regions (stamps, initials) is a page read whole
+LEAD = 3  # OcrAhead begins at most this many times its readings at once before they are read
 
 
 def ocr_page(
@@ -259,8 +261,11 @@ def _ocr_page(
     try:
         for n, (layout, psm) in enumerate(layouts):
             try:
-                if n == 0 and started is not None:  # its first reading, begun ahead of it
-                    words = started[1].result(timeout=max(0.0, deadline - time.monotonic()))
+                if n == 0 and started is not None and ahead is not None:  # begun ahead of it
+                    words = ahead.wait(started[1], deadline)
+                elif ahead is not None:  # off this thread, which meanwhile starts pages ahead
+                    words = ahead.wait(ahead.again(rendered.image, language, psm, deadline),
+                                       deadline)  # fmt: skip
                 else:
                     words = _tesseract_words(rendered.image, language, psm,
                                              deadline - time.monotonic())  # fmt: skip
@@ -311,14 +316,21 @@ def _render(page: pymupdf.Page, dpi: int | None, budget: OcrBudget) -> _Rendered
 
 
 class OcrAhead:
-    """Tesseract's first reading of the page being read and of the next ones (the budget's
-    ``at_once`` pages at once) in worker threads, so that a scan's pages are read two at a time
-    on two cores. Pages are rendered in the caller's thread (PyMuPDF is not thread-safe); a
-    page that turns out not to need OCR costs one reading. Each page's words are those of
-    reading it alone: the same command, image and layout. Close it (a context manager) to stop
-    and clean what was not taken."""
+    """A scan's Tesseract readings in ``at_once`` worker threads (the budget's), so that its
+    pages are read two at a time on two cores: the first reading of the page being read and of
+    the next ones, and a page's second reading (another layout) too. While the caller waits
+    for a reading, ``feed`` gives it the next pages to begin, so that a worker that finishes
+    finds one (a page's second reading no longer leaves a core idle). Pages are rendered in the
+    caller's thread (PyMuPDF is not thread-safe); a page that turns out not to need OCR costs
+    one reading. Each page's words are those of reading it alone: the same command, image and
+    layout. Close it (a context manager) to stop and clean what was not taken."""
 
-    def __init__(self, language: str, budget: OcrBudget) -> None:
+    def __init__(
+        self,
+        language: str,
+        budget: OcrBudget,
+        feed: Callable[[], pymupdf.Page | None] | None = None,
+    ) -> None:
         self.pages = max(1, budget.at_once)
         self.language = language
         self.budget = budget
@@ -326,6 +338,39 @@ class OcrAhead:
         self.nice = getattr(_AHEAD, "on", False)  # the caller's niceness, in the worker too
         self._pool = ThreadPoolExecutor(max_workers=self.pages, thread_name_prefix="ocr-ahead")
         self._started: dict[int, tuple[_Rendered, Future[list[_PixelWord]]]] = {}
+        # The next page the caller will read that needs OCR (None: none left); called, in the
+        # caller's thread, to begin pages further ahead while a reading is waited for.
+        self._feed = feed
+
+    def again(
+        self, image: Path, language: str, psm: str, deadline: float
+    ) -> Future[list[_PixelWord]]:
+        """A page's second reading (another layout), by the same workers as the first readings:
+        at most ``pages`` Tesseract processes run at once, whichever reading they make."""
+        timeout = deadline - time.monotonic()
+        return self._pool.submit(_tesseract_words, image, language, psm, timeout, self.nice)
+
+    def wait(self, future: Future[list[_PixelWord]], deadline: float) -> list[_PixelWord]:
+        """``future``'s words by ``deadline`` (``FutureTimeout`` past it). While it runs, the
+        pages after those begun are rendered and their first readings queued whenever fewer
+        than one more than the readings at once are unfinished (and at most :data:`LEAD` pages
+        are begun and not yet read): a worker that finishes finds the next page, even while
+        this page's second reading keeps the caller waiting."""
+        while not future.done():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            running = [f for _, f in self._started.values() if not f.done()]
+            if (self._feed is not None and len(running) <= self.pages
+                    and len(self._started) < LEAD * self.pages):  # fmt: skip
+                page = self._feed()
+                if page is None:
+                    self._feed = None
+                else:
+                    self.start(page)
+                continue
+            futures.wait([future, *running], timeout=left, return_when=futures.FIRST_COMPLETED)
+        return future.result(timeout=max(0.0, deadline - time.monotonic()))
 
     def start(self, page: pymupdf.Page) -> None:
         """Begin ``page``'s first reading (once), unless the document's budget is spent (its

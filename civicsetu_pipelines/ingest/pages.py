@@ -493,15 +493,31 @@ def parse_pdf(
         if bad:
             raise PdfError(key, f"pages {bad} out of range: the PDF has {doc.page_count} pages")
         raw: list[_RawPage] = []
-        ahead = OcrAhead(language, budget) if ocr and tesseract_available() else None
         scanned: dict[int, bool] = {}
+        at = [0, 0]  # the page being read, and the next the feed looks at (positions)
+
+        def needs_ocr(index: int) -> bool:
+            if index not in scanned:
+                scanned[index] = _needs_ocr(doc[index])
+            return scanned[index]
+
+        def feed() -> pymupdf.Page | None:
+            """The next page after those begun that needs OCR (None: none left)."""
+            at[1] = max(at[1], at[0] + (ahead.pages if ahead else 1))
+            while at[1] < len(indexes):
+                index = indexes[at[1]]
+                at[1] += 1
+                if needs_ocr(index):
+                    return doc[index]
+            return None
+
+        ahead = OcrAhead(language, budget, feed) if ocr and tesseract_available() else None
         for position, index in enumerate(indexes):
+            at[0] = position
             try:
                 if ahead is not None:  # this page's and the next's first reading, at once
                     for upcoming in indexes[position : position + ahead.pages]:
-                        if upcoming not in scanned:
-                            scanned[upcoming] = _needs_ocr(doc[upcoming])
-                        if scanned[upcoming]:
+                        if needs_ocr(upcoming):
                             ahead.start(doc[upcoming])
                 raw.append(_extract_page(key, doc, path, index, language, ocr, budget, ahead))
             except PdfError:

@@ -206,6 +206,46 @@ def test_a_scans_pages_are_read_two_at_a_time_word_for_word_as_one_at_a_time(
     assert not list(tmp_path.glob("civicsetu-ocr-*"))
 
 
+def test_second_readings_share_the_workers_and_the_pages_read_as_alone(
+    scanned_rules: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every page read in both layouts (no reading is ever enough): at two at once the second
+    readings go through the same two workers while later pages are begun, never a third
+    Tesseract process, and every page reads as one page at a time reads it."""
+    import threading
+
+    import civicsetu_pipelines.ingest.ocr as ocr
+
+    readings = ocr._tesseract_words
+    running, most, layouts = 0, 0, []
+    lock = threading.Lock()
+
+    def counted(*args: object, **kwargs: object) -> list[object]:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+            layouts.append(args[2])
+        try:
+            return readings(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(ocr, "_tesseract_words", counted)
+    monkeypatch.setattr(ocr, "MAX_UNREAD", -1)
+    pages = [0, 1, 2]
+    monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "1")
+    alone = parse_pdf("scanned", scanned_rules, pages=pages)
+    assert most == 1 and sorted(layouts) == ["3", "3", "3", "6", "6", "6"]
+    monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "2")
+    most, layouts = 0, []
+    at_once = parse_pdf("scanned", scanned_rules, pages=pages)
+    assert most == 2, most
+    assert sorted(layouts) == ["3", "3", "3", "6", "6", "6"]
+    assert at_once == alone
+
+
 def test_ocr_time_budgets_kill_tesseract_and_flag_the_pages(
     scanned_rules: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
