@@ -166,6 +166,37 @@ def test_ocr_page_budget_leaves_later_pages_flagged_and_inspect_says_so(
     assert json.loads((tmp_path / "cache" / "parses.jsonl").read_text())["cached"] is False
 
 
+class _Readings:
+    """Tesseract's readings counted (the real ones): how many ran at once at the most, and
+    each one's layout (psm)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+
+        import civicsetu_pipelines.ingest.ocr as ocr
+
+        self._read = ocr._tesseract_words
+        self._lock = threading.Lock()
+        self._running = 0
+        self.most = 0
+        self.layouts: list[str] = []
+        monkeypatch.setattr(ocr, "_tesseract_words", self)
+
+    def __call__(self, *args: object, **kwargs: object) -> list[object]:
+        with self._lock:
+            self._running += 1
+            self.most = max(self.most, self._running)
+            self.layouts.append(str(args[2]))
+        try:
+            return self._read(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    def reset(self) -> None:
+        self.most, self.layouts = 0, []
+
+
 def test_a_scans_pages_are_read_two_at_a_time_word_for_word_as_one_at_a_time(
     scanned_rules: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -173,35 +204,17 @@ def test_a_scans_pages_are_read_two_at_a_time_word_for_word_as_one_at_a_time(
     processes at once: both cores), and every page reads exactly as when read alone; the
     rendered images it made are removed."""
     import tempfile
-    import threading
 
-    import civicsetu_pipelines.ingest.ocr as ocr
-
-    readings = ocr._tesseract_words
-    running, most = 0, 0
-    lock = threading.Lock()
-
-    def counted(*args: object, **kwargs: object) -> list[object]:
-        nonlocal running, most
-        with lock:
-            running += 1
-            most = max(most, running)
-        try:
-            return readings(*args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            with lock:
-                running -= 1
-
-    monkeypatch.setattr(ocr, "_tesseract_words", counted)
+    readings = _Readings(monkeypatch)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     pages = [0, 1, 2]
     monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "1")
     alone = parse_pdf("scanned", scanned_rules, pages=pages)
-    assert most == 1
+    assert readings.most == 1
     monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "2")
-    most = 0
+    readings.reset()
     at_once = parse_pdf("scanned", scanned_rules, pages=pages)
-    assert most == 2, most
+    assert readings.most == 2, readings.most
     assert at_once == alone and all(p.method == "ocr" for p in at_once)
     assert not list(tmp_path.glob("civicsetu-ocr-*"))
 
@@ -212,37 +225,19 @@ def test_second_readings_share_the_workers_and_the_pages_read_as_alone(
     """Every page read in both layouts (no reading is ever enough): at two at once the second
     readings go through the same two workers while later pages are begun, never a third
     Tesseract process, and every page reads as one page at a time reads it."""
-    import threading
-
     import civicsetu_pipelines.ingest.ocr as ocr
 
-    readings = ocr._tesseract_words
-    running, most, layouts = 0, 0, []
-    lock = threading.Lock()
-
-    def counted(*args: object, **kwargs: object) -> list[object]:
-        nonlocal running, most
-        with lock:
-            running += 1
-            most = max(most, running)
-            layouts.append(args[2])
-        try:
-            return readings(*args, **kwargs)  # type: ignore[arg-type]
-        finally:
-            with lock:
-                running -= 1
-
-    monkeypatch.setattr(ocr, "_tesseract_words", counted)
+    readings = _Readings(monkeypatch)
     monkeypatch.setattr(ocr, "MAX_UNREAD", -1)
     pages = [0, 1, 2]
     monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "1")
     alone = parse_pdf("scanned", scanned_rules, pages=pages)
-    assert most == 1 and sorted(layouts) == ["3", "3", "3", "6", "6", "6"]
+    assert readings.most == 1 and sorted(readings.layouts) == ["3", "3", "3", "6", "6", "6"]
     monkeypatch.setenv(ENV_OCR_PAGES_AT_ONCE, "2")
-    most, layouts = 0, []
+    readings.reset()
     at_once = parse_pdf("scanned", scanned_rules, pages=pages)
-    assert most == 2, most
-    assert sorted(layouts) == ["3", "3", "3", "6", "6", "6"]
+    assert readings.most == 2, readings.most
+    assert sorted(readings.layouts) == ["3", "3", "3", "6", "6", "6"]
     assert at_once == alone
 
 
