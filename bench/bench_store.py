@@ -282,11 +282,11 @@ def main() -> None:
         profile = cProfile.Profile()
         profile.enable()
     busy = machine_busy()
-    began = time.strftime("%H:%M:%S")
     began_at = time.time()
     cold, cold_meta, _ = materialize(partitions)
     cold_work = machine_busy() - busy
-    print(f"cold run from {began} to {time.strftime('%H:%M:%S')} (to read beside vmstat)")
+    print(f"cold run from {time.strftime('%H:%M:%S', time.localtime(began_at))} to "
+          f"{time.strftime('%H:%M:%S')} (to read beside vmstat)")  # fmt: skip
     if profile is not None:
         profile.disable()
     cold_runs = list(RUN_IDS)

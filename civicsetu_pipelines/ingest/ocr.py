@@ -264,7 +264,7 @@ def _ocr_page(
                 if n == 0 and started is not None and ahead is not None:  # begun ahead of it
                     words = ahead.wait(started[1], deadline)
                 elif ahead is not None:  # off this thread, which meanwhile starts pages ahead
-                    words = ahead.wait(ahead.again(rendered.image, language, psm, deadline),
+                    words = ahead.wait(ahead.read(rendered.image, language, psm, deadline),
                                        deadline)  # fmt: skip
                 else:
                     words = _tesseract_words(rendered.image, language, psm,
@@ -342,11 +342,12 @@ class OcrAhead:
         # caller's thread, to begin pages further ahead while a reading is waited for.
         self._feed = feed
 
-    def again(
+    def read(
         self, image: Path, language: str, psm: str, deadline: float
     ) -> Future[list[_PixelWord]]:
-        """A page's second reading (another layout), by the same workers as the first readings:
-        at most ``pages`` Tesseract processes run at once, whichever reading they make."""
+        """A reading of ``image`` by the same workers as the first readings begun ahead (a
+        page's second reading, in another layout, or one of a page not begun ahead): at most
+        ``pages`` Tesseract processes run at once, whichever reading they make."""
         timeout = deadline - time.monotonic()
         return self._pool.submit(_tesseract_words, image, language, psm, timeout, self.nice)
 

@@ -375,7 +375,7 @@ class OnnxEmbedder(WindowedEmbedder):
         self._loaded: tuple[Any, Any, Path, int] | None = None
         self._plain: Any = None  # the tokenizer without truncation, for offsets: on first use
 
-    def _load(self) -> tuple[Any, Any, Any, int]:
+    def _load(self) -> tuple[Any, Any, Path, int]:
         if self._loaded is None:
             folder = self._folder or ensure_onnx_model(self.config, self.models_dir)
             meta = verify_export(folder)
