@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +29,8 @@ def cli_env(
     processes: Processes,
     golden_subset: Path,
 ) -> dict[str, str]:
-    """``materialize`` runs the answers and evaluation jobs after the partition: they score the
-    session's golden subset (``CIVICSETU_GOLDEN``), not the whole golden set."""
+    """``materialize --reports`` runs the answers and evaluation jobs after the partition: they
+    score the session's golden subset (``CIVICSETU_GOLDEN``), not the whole golden set."""
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
@@ -43,7 +44,7 @@ def cli_env(
 
 @pytest.fixture(scope="module")
 def materialized(cli_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    result = _run(["materialize", "--jurisdiction", "CENTRAL"], cli_env)
+    result = _run(["materialize", "--jurisdiction", "CENTRAL", "--reports"], cli_env)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
@@ -120,12 +121,15 @@ def test_second_materialize_is_up_to_date_and_force_reruns(
     again = _run(["materialize", "--jurisdiction", "CENTRAL"], cli_env)
     assert again.returncode == 0, again.stderr
     assert "CENTRAL: up to date" in again.stderr
-    forced = _run(["materialize", "--jurisdiction", "CENTRAL", "--force", "--no-reports"], cli_env)
+    forced = _run(["materialize", "--jurisdiction", "CENTRAL", "--force"], cli_env)
     assert forced.returncode == 0, forced.stderr
     assert "CENTRAL: ok" in forced.stderr
     assert "up to date" not in forced.stderr
-    # --no-reports: the partition only, neither the sample answers nor the golden scores
+    # by default the partition only, neither the sample answers nor the golden scores; the run's
+    # steps said as they start (stderr is not a terminal here: one line each)
     assert "answers_job" not in forced.stderr and "evaluation_job" not in forced.stderr
+    assert "civicsetu eval" in forced.stderr
+    assert re.search(r"ingest_job CENTRAL: step \d+/\d+ \w+", forced.stderr), forced.stderr
     assert "answers_job: ok" in materialized.stderr and "evaluation_job: ok" in materialized.stderr
 
 

@@ -37,16 +37,19 @@ def materialize(
         bool,
         typer.Option(
             "--reports/--no-reports",
-            help="After the partitions, answer the sample questions (answers_job) and score the "
-            "golden questions (evaluation_job); --no-reports only ingests",
+            help="After the partitions, also answer the sample questions (answers_job) and score "
+            "the golden questions (evaluation_job). Off by default: materialize ends when the "
+            "changed rows are served; the reports follow their own inputs (`civicsetu eval`, "
+            "or declarative automation under `civicsetu dev`)",
         ),
-    ] = True,
+    ] = False,
 ) -> None:
     """Materialize every asset for the given jurisdictions through the Dagster instance.
 
     A jurisdiction whose inputs (documents, registry, code, settings) are unchanged since its
-    last successful run is reported up to date and skipped, unless --force. Then, unless
-    --no-reports, the answers and evaluation jobs run over everything stored. A jurisdiction
+    last successful run is reported up to date and skipped, unless --force. With --reports,
+    the answers and evaluation jobs then run over everything stored. Each step's start and a
+    long step's last message are printed while the runs go on (:class:`RunWatcher`). A jurisdiction
     left without a registered document (its last one removed while the database could not be
     reached) whose rows are still served is retired instead (it has no partition to run)."""
     from civicsetu_pipelines.defs import build_definitions
@@ -84,7 +87,11 @@ def materialize(
         return name in stored()
 
     total = len(wanted)
-    with open_instance() as instance, console.status("checking inputs ...") as status:
+    with (
+        open_instance() as instance,
+        console.status("checking inputs ...") as status,
+        _watching(status, definitions),
+    ):
         for run_id, why in fail_orphaned_runs(instance):
             console.print(f"[yellow]run {run_id} marked failed: {why}[/yellow]")
         outcomes = run_partitions(
@@ -131,7 +138,11 @@ def materialize(
             ("answers_job", "answering the sample questions", reports_at / "answers.json"),
             ("evaluation_job", "scoring the golden questions", reports_at / "eval" / "report.html"),
         ):
-            with open_instance() as instance, console.status(f"{what} ..."):
+            with (
+                open_instance() as instance,
+                console.status(f"{what} ...") as status,
+                _watching(status, definitions),
+            ):
                 done = run_job(instance, definitions.resolve_job_def(job_name))
             state = "[green]ok[/green]" if done.success else "[red]FAILED[/red]"
             console.print(f"{job_name}: {state} (run {done.run_id}); see {where}")
@@ -140,6 +151,13 @@ def materialize(
                 failures.append(job_name)
     if not as_json:  # stdout holds the JSON alone
         _summary(wanted)
+    if not reports:
+        console.print(
+            "\nThe golden-set scores, the learned ranker and the report are not refreshed by "
+            "materialize: `civicsetu eval` scores the store now (questions whose jurisdictions "
+            "did not change are not asked again), `civicsetu materialize --reports` runs the "
+            "evaluation job too, and under `civicsetu dev` declarative automation refreshes them."
+        )
     console.print(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
         "http://127.0.0.1:3000\nPer-document figures: `civicsetu stats --json`; units of one "
@@ -149,6 +167,27 @@ def materialize(
     if failures:
         console.print(f"[red]Runs failed for: {failures}[/red]")
         raise typer.Exit(1)
+
+
+def _watching(status: Any, definitions: Any) -> Any:
+    """A :class:`RunWatcher` printing this process's runs' steps: on a terminal in the status
+    line; elsewhere (a log, CI) as lines, each step's start and a long step's last message."""
+    from civicsetu_pipelines.operate import RunWatcher
+
+    @functools.cache
+    def steps(job: str) -> int:
+        try:
+            return len(definitions.resolve_job_def(job).nodes_in_topological_order)
+        except Exception:  # an unknown job: n without /N
+            return 0
+
+    def say(line: str, new_step: bool) -> None:
+        if console.is_terminal:
+            status.update(line)
+        else:
+            console.print(f"  {line}", highlight=False, markup=False)
+
+    return RunWatcher(say, steps=steps)
 
 
 def backfill(

@@ -7,6 +7,7 @@ Modules, in the order they build on each other:
 * ``instance`` -- the Dagster home and instance on Postgres
 * ``freshness`` -- input fingerprints: skip what has not changed
 * ``runs`` -- runs per jurisdiction, jobs and backfills through the instance
+* ``progress`` -- what a run this process started is doing now (step n/N, its last message)
 * ``retirement`` -- documents taken out of the registry, retired outside a run (no Dagster)
 * ``gazette_watch`` -- snapshots of mirrors, registries and sources for the change sensor
 * ``sources`` -- listing pages and drop folders watched for new PDFs, registered as data (no

@@ -22,6 +22,9 @@ from .gazette_watch import (
 from .instance import (
     prepare_dagster_home as prepare_dagster_home,
 )
+from .progress import (
+    RunWatcher as RunWatcher,
+)
 from .retirement import (
     Retirement as Retirement,
     mirror_jurisdiction as mirror_jurisdiction,
