@@ -142,6 +142,11 @@ class QueryEngine:
         self._retriever.reranker = reranker
         return previous
 
+    def scope_of(self, question: object) -> list[str] | None:
+        """The jurisdictions an answer to ``question`` may read (as :meth:`answer` with no
+        filter searches them): the states it names and the Act; None for every jurisdiction."""
+        return search_scope(understand(question, known_jurisdictions=self.jurisdictions), [])
+
     @property
     def embed_query(self) -> Callable[[str], np.ndarray]:
         """The query embedder (evaluation uses it for ragas' response relevancy)."""

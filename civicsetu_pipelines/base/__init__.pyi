@@ -11,6 +11,7 @@ from .figures import (
     figure_png as figure_png,
 )
 from .files import (
+    code_hash as code_hash,
     directory_lock as directory_lock,
     read_data_entries as read_data_entries,
     read_data_yaml as read_data_yaml,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import tempfile
@@ -85,3 +86,23 @@ def directory_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the flock
+
+
+@functools.cache
+def code_hash() -> str:
+    """sha256 over the package's Python sources, SQL migrations and registry data: what a
+    materialization's fingerprint and an answer kept between evaluations are valid for."""
+    from civicsetu_pipelines.base.settings import PACKAGE_DIR, REPO_ROOT
+
+    digest = hashlib.sha256()
+    files = sorted(
+        [
+            *PACKAGE_DIR.rglob("*.py"),
+            *PACKAGE_DIR.rglob("*.yaml"),
+            *(REPO_ROOT / "sql").glob("*.sql"),
+        ]
+    )
+    for path in files:
+        digest.update(str(path.relative_to(REPO_ROOT)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()

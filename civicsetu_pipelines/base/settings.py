@@ -156,6 +156,11 @@ class Settings:
         return self.storage_dir / "ranker"
 
     @property
+    def memo_dir(self) -> Path:
+        """Answers kept between evaluations (``evaluate.ScopedMemo``), one file per use."""
+        return self.storage_dir / "memo"
+
+    @property
     def ranker_path(self) -> Path | None:
         """The learned ranker answers are served with: ``CIVICSETU_RANKER`` ("none": the
         hand-set ranking), else the promoted file (served only when it exists)."""

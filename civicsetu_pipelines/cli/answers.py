@@ -131,9 +131,20 @@ def eval_command(
     ] = None,
     k: Annotated[int, typer.Option("--k", help="hit@k reported: 1, 3, 5 or 10")] = 5,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Ask every question again (by default a question whose jurisdictions serve "
+            "the rows they served when it was last asked, with the same ranking and code, "
+            "keeps that answer)",
+        ),
+    ] = False,
 ) -> None:
     """Score a golden file against the current stores; prints the headline metrics (per-question
-    rows with --json) and records the run in Postgres. Exit 0 when it ran, whatever the scores."""
+    rows with --json) and records the run in Postgres. Exit 0 when it ran, whatever the scores.
+    Only the questions that read a jurisdiction whose rows changed are asked again (--fresh:
+    all)."""
     from civicsetu_pipelines.answer import (
         QueryEngine,
         default_query_embedder,
@@ -148,6 +159,7 @@ def eval_command(
         evaluation_identity,
         golden_sha256,
         load_golden,
+        open_memo,
         record,
         summary,
     )
@@ -175,7 +187,12 @@ def eval_command(
             conn, reranker=engine.reranker, ranker_file=Settings.from_env().ranker_path,
             model=model_id, k=k, retrieval=engine.settings.retrieval, golden_path=path,
         )  # fmt: skip
-        result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm)
+        memo = None if fresh else open_memo(Settings.from_env().memo_dir / "eval-ALL.pkl",
+                                            engine, conn, model=model_id)  # fmt: skip
+        result = evaluate(engine, conn, questions, k=k, judge=engine.settings.llm, memo=memo)
+        if memo is not None:
+            memo.save()
+            console.print(f"golden questions: {memo.said()} (--fresh asks every one again)")
         record(conn, result, scope="ALL", source="cli", golden_file=path.name,
                golden_sha=golden_sha256(path), model_id=model_id)  # fmt: skip
         distances = engine.distances

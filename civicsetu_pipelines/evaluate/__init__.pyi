@@ -4,6 +4,11 @@ from .identity import (
     EvalIdentity as EvalIdentity,
     evaluation_identity as evaluation_identity,
 )
+from .memo import (
+    ScopedMemo as ScopedMemo,
+    open_memo as open_memo,
+    ranking_key as ranking_key,
+)
 from .report import (
     render_report as render_report,
 )

@@ -30,6 +30,7 @@ from pydantic import (
 from civicsetu_pipelines.answer import LLMSettings, QueryEngine, QuestionError, quote_in
 from civicsetu_pipelines.base import DATA_DIR, sha256_file
 from civicsetu_pipelines.evaluate.identity import EvalIdentity
+from civicsetu_pipelines.evaluate.memo import ScopedMemo, ranking_key
 from civicsetu_pipelines.evaluate.metrics import (
     DIVERSITY_K,
     GOVERNING_KS,
@@ -259,29 +260,32 @@ def evaluate(
     with_ragas: bool = True,
     judge: LLMSettings | None = None,
     judge_runs: int = 3,
+    memo: ScopedMemo | None = None,
 ) -> EvalResult:
     """Answer every golden question (top-``k``) and score it. Only ``query`` reaches the engine.
 
     With a ``judge`` endpoint, faithfulness and response relevancy are judged by it (averaged
-    over ``judge_runs`` runs); otherwise they stay empty."""
+    over ``judge_runs`` runs); otherwise they stay empty. With a ``memo``, a question whose
+    jurisdictions serve the rows they served when it was last asked, with the same ranking,
+    keeps that answer (and its latency) instead of being asked again."""
     judged: list[Judged] = []
     answers: dict[str, dict[str, Any]] = {}
     placements: dict[str, dict[str, Any] | None] = {}
     expected_text = _units_text(conn, (s for g in golden for s in g.expected_sections))
+    ranking = ranking_key(engine.reranker)
     for item in golden:
-        placements[item.id] = None
-        try:
-            result = engine.answer(item.query, top_k=max(k, 10))
-        except QuestionError as exc:
-            result = {"status": "error", "refusal_reason": None, "answer": str(exc),
-                      "citations": [], "retrieved": [], "timings_ms": {"total": 0.0}}  # fmt: skip
-        else:  # what the engine computed for it: no retrieval again
-            evidence = engine.last_evidence
-            if evidence is not None and item.governing:
-                placements[item.id] = governing_placement(
-                    item.governing, evidence.ranked, evidence.pool
-                )
-        answers[item.id] = result
+        key = None
+        if memo is not None:
+            key = memo.key(item.query, engine.scope_of(item.query), ranking, str(max(k, 10)),
+                           json.dumps(item.governing))  # fmt: skip
+            kept = memo.get(key)
+            if kept is not None:
+                answers[item.id], placements[item.id] = kept
+        if item.id not in answers:
+            answers[item.id], placements[item.id] = _ask(engine, item, k)
+            if memo is not None and key is not None:
+                memo.put(key, (answers[item.id], placements[item.id]))
+        result = answers[item.id]
         retrieved = tuple(f"{r['jurisdiction']}:{r['section']}" for r in result["retrieved"])
         retrieved_text = _units_text(conn, retrieved)
         judged.append(
@@ -351,6 +355,21 @@ def evaluate(
         row["response_relevancy"] = by_judge.get("response_relevancy")
         rows.append(row)
     return EvalResult(rows, headline(rows), k)
+
+
+def _ask(
+    engine: QueryEngine, item: GoldenQuestion, k: int
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``item`` answered (top ``max(k, 10)``), and where its governing provision was placed."""
+    try:
+        result = engine.answer(item.query, top_k=max(k, 10))
+    except QuestionError as exc:
+        return {"status": "error", "refusal_reason": None, "answer": str(exc), "citations": [],
+                "retrieved": [], "timings_ms": {"total": 0.0}}, None  # fmt: skip
+    evidence = engine.last_evidence  # what the engine computed for it: no retrieval again
+    if evidence is not None and item.governing:
+        return result, governing_placement(item.governing, evidence.ranked, evidence.pool)
+    return result, None
 
 
 def _mean(values: Iterable[float | None]) -> float | None:

@@ -10,34 +10,16 @@ fingerprint and the run always happens: the conditional GET decides there.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from civicsetu_pipelines.base import PACKAGE_DIR, REPO_ROOT
+from civicsetu_pipelines.base import code_hash
 from civicsetu_pipelines.ingest import Registry
 from civicsetu_pipelines.store import sha256_file
 
 FINGERPRINT_TAG = "civicsetu/fingerprint"
-
-
-@functools.cache
-def code_hash() -> str:
-    """sha256 over the package's Python sources, SQL migrations and registry data."""
-    digest = hashlib.sha256()
-    files = sorted(
-        [
-            *PACKAGE_DIR.rglob("*.py"),
-            *PACKAGE_DIR.rglob("*.yaml"),
-            *(REPO_ROOT / "sql").glob("*.sql"),
-        ]
-    )
-    for path in files:
-        digest.update(str(path.relative_to(REPO_ROOT)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def partition_fingerprint(

@@ -16,6 +16,7 @@ from .train import (
     Verdict as Verdict,
     blend as blend,
     collect as collect,
+    examples_sha256 as examples_sha256,
     fit as fit,
     mean_reciprocal_rank as mean_reciprocal_rank,
     promotion as promotion,

@@ -28,7 +28,7 @@ from civicsetu_pipelines.answer import (
     QuestionError,
     candidate_features,
 )
-from civicsetu_pipelines.evaluate import ALPHA, paired_changes, paired_test
+from civicsetu_pipelines.evaluate import ALPHA, ScopedMemo, paired_changes, paired_test, ranking_key
 from civicsetu_pipelines.rank.pairs import TrainingQuery
 
 SEED = 0
@@ -97,29 +97,40 @@ def collect(
     engine: QueryEngine,
     queries: Sequence[TrainingQuery],
     progress: Callable[[int, int], None] | None = None,
+    memo: ScopedMemo | None = None,
 ) -> list[QueryCandidates]:
     """Each question asked once (top 10, as evaluation asks); its candidates recorded. A
     question refused before retrieval, or whose answers no retriever brought, teaches nothing
-    and is left out."""
+    and is left out. With a ``memo``, a question whose jurisdictions serve what they served
+    when it was last asked keeps the candidates it got then."""
     recorder = _Recorder(DeterministicReranker())
     previous = engine.use_reranker(recorder)
+    ranking = ranking_key(DeterministicReranker())
     out: list[QueryCandidates] = []
     try:
         for i, q in enumerate(queries):
-            recorder.last = None
-            try:
-                engine.answer(q.query, top_k=10)
-            except QuestionError:
-                continue
+            key = memo.key(q.query, engine.scope_of(q.query), ranking) if memo else ""
+            kept = memo.get(key) if memo else None
+            if kept is not None:
+                recorded = kept[0]
+            else:
+                recorder.last = None
+                try:
+                    engine.answer(q.query, top_k=10)
+                except QuestionError:
+                    recorder.last = None
+                recorded = recorder.last
+                if memo is not None:
+                    memo.put(key, (recorded,))
             if progress is not None and (i + 1) % 100 == 0:
                 progress(i + 1, len(queries))
-            if not recorder.last:
+            if not recorded:
                 continue
             wanted = set(q.positives)
-            labels = np.array([1.0 if (j, s) in wanted else 0.0 for _, j, s in recorder.last])
+            labels = np.array([1.0 if (j, s) in wanted else 0.0 for _, j, s in recorded])
             if labels.sum() == 0:
                 continue
-            rows = np.array([f for f, _, _ in recorder.last], dtype=np.float64)
+            rows = np.array([f for f, _, _ in recorded], dtype=np.float64)
             out.append(QueryCandidates(q, rows, labels))
     finally:
         engine.use_reranker(previous)
@@ -187,6 +198,16 @@ def mean_reciprocal_rank(ranker: LinearReranker, examples: Sequence[QueryCandida
         first = next(rank for rank, k in enumerate(order, start=1) if e.labels[k] > 0)
         total += 1.0 / first
     return total / len(examples) if examples else 0.0
+
+
+def examples_sha256(examples: Sequence[QueryCandidates]) -> str:
+    """sha256 over what a fit reads: each example's question, features and labels."""
+    digest = hashlib.sha256()
+    for e in examples:
+        digest.update(e.query.query.encode())
+        digest.update(np.ascontiguousarray(e.features, dtype=np.float64).tobytes())
+        digest.update(np.ascontiguousarray(e.labels, dtype=np.float64).tobytes())
+    return digest.hexdigest()
 
 
 def version_of(*parts: Any) -> str:

@@ -60,6 +60,9 @@ from .embedding import (
     sha256_file as sha256_file,
     text_sha256 as text_sha256,
 )
+from .fingerprints import (
+    served_fingerprints as served_fingerprints,
+)
 from .legal_chunks import (
     EXACT_SCAN_MAX_ROWS as EXACT_SCAN_MAX_ROWS,
     HNSW_INDEX as HNSW_INDEX,

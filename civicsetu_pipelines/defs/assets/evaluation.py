@@ -33,6 +33,7 @@ from civicsetu_pipelines.evaluate import (
     history,
     intervals,
     load_golden,
+    open_memo,
     record,
     summary,
     with_intervals,
@@ -127,7 +128,13 @@ def _run(
             conn, reranker=engine.reranker, ranker_file=ranker_file, model=model_id, k=5,
             retrieval=settings.retrieval, golden_path=golden,
         )  # fmt: skip
-        result = evaluate(engine, conn, questions, k=5, judge=settings.llm)
+        memo = open_memo(Settings.from_env().memo_dir / f"eval-{scope}.pkl", engine, conn,
+                         model=model_id)  # fmt: skip
+        result = evaluate(engine, conn, questions, k=5, judge=settings.llm, memo=memo)
+        if memo is not None:
+            memo.save()
+            context.log.info(f"{scope}: {memo.said()} (a question is asked again only when a "
+                             "jurisdiction it reads serves other rows)")  # fmt: skip
         record(
             conn,
             result,

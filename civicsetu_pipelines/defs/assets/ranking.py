@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import dagster as dg
+from pydantic import Field
 
 from civicsetu_pipelines.answer import (
     DeterministicReranker,
@@ -24,8 +25,11 @@ from civicsetu_pipelines.evaluate import (
     evaluate,
     golden_sha256,
     load_golden,
+    open_memo,
 )
 from civicsetu_pipelines.rank import (
+    ALL_BLENDS,
+    ALL_VARIANTS,
     BLENDS,
     REPORTED_METRICS,
     SEED,
@@ -34,13 +38,13 @@ from civicsetu_pipelines.rank import (
     blend,
     collect,
     counts,
+    examples_sha256,
     fit,
     mean_reciprocal_rank,
     mine_training_queries,
     promotion,
     version_of,
 )
-from civicsetu_pipelines.store import served_fingerprint
 
 PAIRS_FILE = "training_pairs.jsonl"
 REPORT_FILE = "report.json"  # the last verdict and variants, for the analyst report
@@ -97,19 +101,40 @@ def _read_pairs(path: Any) -> list[TrainingQuery]:
         )
     ],
 )
+class RankerConfig(dg.Config):
+    """Which variants a run fits: the default few, or every one (``all``: the pairwise variant
+    and a third blend weight too, about three times the fitting and scoring), on demand."""
+
+    variants: str = Field(default="default", description="default | all")
+
+
+def _variants(config: RankerConfig) -> tuple[tuple[Any, ...], tuple[float, ...]]:
+    if config.variants == "all":
+        return ALL_VARIANTS, ALL_BLENDS
+    if config.variants != "default":
+        raise dg.Failure(f"learned_ranker: variants must be 'default' or 'all', not "
+                         f"{config.variants!r}")  # fmt: skip
+    return VARIANTS, BLENDS
+
+
 def learned_ranker(
     context: dg.AssetExecutionContext,
+    config: RankerConfig,
     postgres: PostgresResource,
     embedder: EmbeddingResource,
     answering: AnswerResource,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     """A logistic ranker over each candidate's features, trained on the mined questions; every
     variant scored on the golden dev half (the choice) and the test half (the report) beside the
-    hand-set ranking. Versioned by its inputs (the pairs' and the store's hashes, the variants,
-    the seed): a re-materialization with nothing changed reuses the trained file. Promoted to
+    hand-set ranking. Versioned by what the fits read (the mined questions' candidates,
+    features and labels; the variants, the seed, the golden file), not by the whole store: a
+    change no mined question reads re-fits nothing. Every question (mined or golden) is asked
+    again only when a jurisdiction it reads serves other rows (``evaluate.ScopedMemo``), so a
+    run costs what the change costs. Promoted to
     ``<state>/storage/ranker/promoted.json`` when it wins on dev beyond the noise (a paired
     randomization test, :func:`~civicsetu_pipelines.rank.promotion`); otherwise that file is removed
     and the hand-set ranking is served."""
+    variants, blends = _variants(config)
     ranker_dir = Settings.from_env().ranker_dir
     pairs_path = ranker_dir / PAIRS_FILE
     queries = _read_pairs(pairs_path)
@@ -120,20 +145,32 @@ def learned_ranker(
         QueryEngine(postgres.url(), embedder.query_embedder(), settings) as engine,
         postgres.connect() as conn,
     ):
+        memo_dir = Settings.from_env().memo_dir
+        model = embedder.config().model_id
+        asked = open_memo(memo_dir / "ranker-candidates.pkl", engine, conn, model=model)
+        scored = open_memo(memo_dir / "ranker-golden.pkl", engine, conn, model=model)
+        engine.use_reranker(DeterministicReranker())
+        examples = collect(
+            engine, queries, progress=lambda i, n: context.log.info(f"asked {i}/{n}"), memo=asked
+        )
+        if asked is not None:
+            asked.save()
+            context.log.info(f"mined questions: {asked.said()}")
         # the golden file too: the variant is chosen on its dev half
-        version = version_of(hashlib.sha256(pairs_path.read_bytes()).hexdigest(),
-                             served_fingerprint(conn)[0], VARIANTS, SEED,
+        version = version_of(examples_sha256(examples), [list(v) for v in variants],
+                             list(blends), SEED,
                              golden_sha256(Settings.from_env().golden_path))  # fmt: skip
         saved = ranker_dir / f"ranker-{version}.json"
 
         def dev_scores(ranker: Any) -> dict[str, float]:
             engine.use_reranker(ranker)
-            return _reported(evaluate(engine, conn, dev_half, with_ragas=False).headline)
+            result = evaluate(engine, conn, dev_half, with_ragas=False, memo=scored)
+            return _reported(result.headline)
 
         def everything(ranker: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             """Both halves scored in one pass, and the per-question rows."""
             engine.use_reranker(ranker)
-            rows = evaluate(engine, conn, golden, with_ragas=False).rows
+            rows = evaluate(engine, conn, golden, with_ragas=False, memo=scored).rows
             split = by_split(rows)
             return {h: _reported(split.get(h, {})) for h in ("dev", "test")}, rows
 
@@ -144,17 +181,13 @@ def learned_ranker(
             table = json.loads(saved.read_text()).get("variants", [])
             chosen = load_ranker(saved)
         else:
-            engine.use_reranker(DeterministicReranker())
-            examples = collect(
-                engine, queries, progress=lambda i, n: context.log.info(f"asked {i}/{n}")
-            )
             train = [e for e in examples if not e.query.held_back]
             held = [e for e in examples if e.query.held_back]
             table, best = [], None
-            for name, c, how, leave_out in VARIANTS:
+            for name, c, how, leave_out in variants:
                 base = fit(train, c, how, leave_out, version=f"{version}:{name}")
                 tried = [(name, base)]
-                tried += [(f"hand-set + {w} x {name}", blend(base, w)) for w in BLENDS]
+                tried += [(f"hand-set + {w} x {name}", blend(base, w)) for w in blends]
                 for label, ranker in tried:
                     dev = dev_scores(ranker)
                     row: dict[str, Any] = {
@@ -176,6 +209,9 @@ def learned_ranker(
             [r for r in chosen_rows if r.get("split") == "dev"],
             [r for r in current_rows if r.get("split") == "dev"],
         )
+        if scored is not None:
+            scored.save()
+            context.log.info(f"golden questions: {scored.said()}")
         promoted = ranker_dir / "promoted.json"
         if verdict.promoted:
             shutil.copyfile(saved, promoted)
