@@ -135,6 +135,7 @@ class RunWatcher:
         total = self._steps(s.job)
         where = f"{s.job} {s.partition}".strip()
         count = f"{s.started}/{total}" if total else str(s.started)
-        took = f" ({time.monotonic() - s.step_since:.0f} s)" if s.message else ""
+        elapsed = time.monotonic() - s.step_since
+        took = f" ({elapsed:.0f} s)" if s.message and elapsed >= 1 else ""
         message = f": {s.message}" if s.message else ""
         return f"{where}: step {count} {s.step}{took}{message}"

@@ -185,10 +185,11 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
     registry = load_registry()
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
-    for _, doc in raw_pdfs.iterrows():
-        if doc["status"] != "ok":
-            continue
+    fetched = raw_pdfs[raw_pdfs["status"] == "ok"] if not raw_pdfs.empty else raw_pdfs
+    for index, (_, doc) in enumerate(fetched.iterrows(), 1):
         spec = registry.get(doc["document_key"])
+        # said before the work: a scan's OCR takes minutes, and the progress line shows this
+        context.log.info(f"document {index}/{len(fetched)}: {spec.key} ...")
         step = partial(
             parse_rows_cached,
             spec, Path(doc["path"]), doc["sha256"], corpus.parse_cache, ocr=corpus.ocr,
