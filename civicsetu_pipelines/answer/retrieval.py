@@ -41,8 +41,7 @@ from civicsetu_pipelines.answer.vocabulary import stems
 from civicsetu_pipelines.store import (
     KnnStrategy,
     chunk_filters,
-    knn_statement,
-    knn_strategy,
+    knn_query,
     prepare,
 )
 
@@ -111,12 +110,16 @@ def _rows(cur: psycopg.Cursor[Any]) -> list[dict[str, Any]]:
 
 def prepare_session(conn: psycopg.Connection[Any], ef_search: int = 100) -> None:
     """Set a connection up for repeated queries: pgvector types, iterative index scans (so a
-    filtered query still returns k rows) and ``hnsw.ef_search``, once for the session."""
+    filtered query still returns k rows), ``hnsw.ef_search`` and custom plans (every execution
+    planned with its parameters' values, so a jurisdiction's partial HNSW index is matched even
+    once psycopg has prepared the statement: a generic plan cannot prove ``jurisdiction = $n``
+    implies an index's predicate), once for the session."""
     prepare(conn)
     with conn.cursor() as cur:
         cur.execute(
             "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
-            "set_config('hnsw.ef_search', %s, false)",
+            "set_config('hnsw.ef_search', %s, false), "
+            "set_config('plan_cache_mode', 'force_custom_plan', false)",
             (str(int(ef_search)),),
         )
 
@@ -130,11 +133,12 @@ def vector_statement(
     strategy: KnnStrategy | None = None,
 ) -> tuple[str, list[Any], KnnStrategy]:
     """The statement :func:`vector_candidates` runs, its parameters after the query vector, and
-    its strategy: exact for a filter on few rows, else the HNSW index (``store.knn_strategy``,
-    unless ``strategy`` says which)."""
-    where, values = chunk_filters(jurisdictions, as_of)
-    chosen = strategy or knn_strategy(conn, jurisdictions)
-    return knn_statement(_COLUMNS, _JOINS, where, chosen), [*values, int(limit)], chosen
+    its strategy: exact for a filter on few rows, the jurisdictions' own partial HNSW indexes
+    where they have them, else the whole table's HNSW index (``store.knn_query``, which chooses
+    with ``store.knn_strategy`` unless ``strategy`` says which)."""
+    return knn_query(
+        conn, _COLUMNS, _JOINS, limit, jurisdictions=jurisdictions, as_of=as_of, strategy=strategy
+    )
 
 
 def vector_candidates(
@@ -148,9 +152,10 @@ def vector_candidates(
 ) -> list[dict[str, Any]]:
     """Top ``limit`` units by cosine distance, on a connection set up by
     :func:`prepare_session`: a filter on jurisdictions with at most
-    ``store.EXACT_SCAN_MAX_ROWS`` rows is searched exactly, anything else through the HNSW index
-    (:func:`vector_statement`; two round trips with a filter, the statistics and the search,
-    one without)."""
+    ``store.EXACT_SCAN_MAX_ROWS`` rows is searched exactly, jurisdictions with their own partial
+    HNSW index through it, anything else through the whole table's HNSW index
+    (:func:`vector_statement`; two round trips with a filter, the catalog and the search, one
+    without)."""
     query, values, _ = vector_statement(
         conn, limit, jurisdictions=jurisdictions, as_of=as_of, strategy=strategy
     )

@@ -79,6 +79,7 @@ from .legal_chunks import (
     in_force_clause as in_force_clause,
     is_chunk_id as is_chunk_id,
     jurisdictions_served as jurisdictions_served,
+    knn_query as knn_query,
     knn_statement as knn_statement,
     knn_strategy as knn_strategy,
     load_partition as load_partition,

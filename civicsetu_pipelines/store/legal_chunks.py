@@ -44,6 +44,16 @@ from psycopg import sql
 from civicsetu_pipelines.ingest import assign_eids
 from civicsetu_pipelines.store.changes import Change, record_unit_changes, snapshot
 from civicsetu_pipelines.store.database import StoreNotReady
+from civicsetu_pipelines.store.partial_indexes import (
+    PARTIAL_MAX_ARMS,
+    Scope,
+    arms_of,
+    partial_parameters,
+    partial_statement,
+    partial_usable,
+    read_scope,
+    sync_partial_index,
+)
 
 HNSW_INDEX = "legal_chunks_embedding_hnsw"
 
@@ -368,6 +378,9 @@ def load_partition(
             stats.retired_documents.append(key)
         stats.changes = record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
         _set_setting(cur, f"loaded:{jurisdiction}", dt.datetime.now(dt.UTC).isoformat())
+    # Issue 46: the jurisdiction's own HNSW index, created past EXACT_SCAN_MAX_ROWS current rows,
+    # dropped below (after the load's transaction block; see partial_indexes.sync_partial_index).
+    sync_partial_index(conn, jurisdiction, min_rows=EXACT_SCAN_MAX_ROWS)
     return stats
 
 
@@ -571,15 +584,17 @@ def chunk_filters(
     return where, values
 
 
-# k-NN under a jurisdiction filter (issue 16). HNSW cannot filter inside the graph: an iterative
-# scan walks the nearest neighbours of the whole table and drops the rows of other
+# k-NN under a jurisdiction filter (issues 16, 46). HNSW cannot filter inside the graph: an
+# iterative scan walks the nearest neighbours of the whole table and drops the rows of other
 # jurisdictions, so the fewer rows a filter keeps, the more it walks and the more it misses
 # (at 100k rows over 36 jurisdictions, a 3% jurisdiction: recall@10 0.94-0.96, p95 2.1-2.7x
 # the unfiltered p95).
 # A filter whose rows are few is searched exactly instead: its rows through the B-tree on
 # (jurisdiction, status), every distance computed, a top-k sort (recall 1). The threshold is
-# where the exact search stops beating the HNSW scan: see EXACT_SCAN_MAX_ROWS.
-KnnStrategy = Literal["exact", "hnsw"]
+# where the exact search stops beating the HNSW scan: see EXACT_SCAN_MAX_ROWS. A jurisdiction
+# above it gets its own partial HNSW index (:mod:`.partial_indexes`, kept by load_partition), and
+# a filter on such jurisdictions scans each one's own graph (``partial``).
+KnnStrategy = Literal["exact", "hnsw", "partial"]
 
 # Largest number of rows of the asked jurisdictions searched exactly; above it, the HNSW index.
 # Measured with ``bench/bench_scale.py --crossover 50`` (100k rows, 36 jurisdictions of 672 to
@@ -589,19 +604,9 @@ KnnStrategy = Literal["exact", "hnsw"]
 # joined before sorting, grouped and interleaved rows on disk: <= 1.12 up to 3,376, 1.28-1.42 at
 # 3,944); p50 crosses at ~2,700 rows. Up to here HNSW finds only 0.91-0.97 of the true top 10,
 # the exact search all of it. The HNSW side gets slower as the table grows around a filter of
-# the same size, so at more than 100k rows this is conservative.
+# the same size, so at more than 100k rows this is conservative. A jurisdiction with more
+# current rows than this gets its partial HNSW index (load_partition).
 EXACT_SCAN_MAX_ROWS = 3500
-
-_SCOPE_ROWS = """
-SELECT greatest(t.reltuples, 0) * coalesce((
-    SELECT sum(m.freq)
-    FROM pg_stats s, unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS m(val, freq)
-    WHERE s.schemaname = n.nspname AND s.tablename = t.relname AND s.attname = 'jurisdiction'
-      AND m.val = ANY(%s)
-), 0)
-FROM pg_class t JOIN pg_namespace n ON n.oid = t.relnamespace
-WHERE t.oid = 'legal_chunks'::regclass
-"""
 
 
 def scope_rows(conn: psycopg.Connection[Any], jurisdictions: Sequence[str]) -> float:
@@ -612,24 +617,38 @@ def scope_rows(conn: psycopg.Connection[Any], jurisdictions: Sequence[str]) -> f
     statistics do not know yet counts 0 rows, and is searched exactly (right, but slower when
     it is big) until autovacuum analyzes the table.
     """
-    with conn.cursor() as cur:
-        cur.execute(_SCOPE_ROWS, (list(jurisdictions),))
-        row = cur.fetchone()
-    return 0.0 if row is None or row[0] is None else float(row[0])
+    return read_scope(conn, jurisdictions).total
 
 
-def knn_strategy(conn: psycopg.Connection[Any], jurisdictions: Sequence[str] | None) -> KnnStrategy:
-    """``exact`` for a filter on jurisdictions holding at most :data:`EXACT_SCAN_MAX_ROWS` rows,
-    else ``hnsw`` (always without a filter: on a small table the planner scans exactly itself)."""
+def _choose(scope: Scope | None, as_of: dt.date | None) -> KnnStrategy:
+    if scope is None:
+        return "hnsw"
+    if scope.total <= EXACT_SCAN_MAX_ROWS:
+        return "exact"
+    if as_of is None and partial_usable(scope, EXACT_SCAN_MAX_ROWS):
+        return "partial"
+    return "hnsw"
+
+
+def knn_strategy(
+    conn: psycopg.Connection[Any],
+    jurisdictions: Sequence[str] | None,
+    as_of: dt.date | None = None,
+) -> KnnStrategy:
+    """``exact`` for a filter on jurisdictions holding at most :data:`EXACT_SCAN_MAX_ROWS` rows;
+    ``partial`` for current rows (no ``as_of``) of jurisdictions that each have their partial
+    HNSW index or are small; else ``hnsw`` (always without a filter: on a small table the
+    planner scans exactly itself). One catalog round trip with a filter, none without."""
     if not jurisdictions:
         return "hnsw"
-    return "exact" if scope_rows(conn, jurisdictions) <= EXACT_SCAN_MAX_ROWS else "hnsw"
+    return _choose(read_scope(conn, jurisdictions), as_of)
 
 
 def knn_statement(columns: str, joins: str, where: str, strategy: KnnStrategy) -> str:
     """The top-k statement by cosine distance over ``legal_chunks c`` and ``joins``, for the
     rows that pass ``where`` (on ``c`` only); it selects ``columns`` and ``distance``.
     Parameters, for either strategy: the query vector, the ``where`` parameters, the limit.
+    (``partial`` has a statement of its own: :func:`knn_query`.)
 
     ``hnsw`` orders by the indexed distance, so the planner may walk the HNSW index (on a
     session with ``hnsw.iterative_scan`` on, filters still return k rows). ``exact`` first takes
@@ -643,12 +662,43 @@ def knn_statement(columns: str, joins: str, where: str, strategy: KnnStrategy) -
             f"SELECT {columns}, c.embedding <=> %s AS distance FROM legal_chunks c {joins} "
             f"WHERE {where} AND c.embedding IS NOT NULL ORDER BY distance LIMIT %s"
         )
+    if strategy != "exact":
+        raise ValueError(f"knn_statement: no single-filter statement for {strategy!r}")
     return (
         f"SELECT {columns}, t.distance FROM (SELECT c.row_id, (c.embedding <=> %s) + 0 AS "
         f"distance FROM legal_chunks c WHERE {where} AND c.embedding IS NOT NULL "
         f"ORDER BY distance LIMIT %s) t JOIN legal_chunks c ON c.row_id = t.row_id {joins} "
         "ORDER BY t.distance"
     )
+
+
+def knn_query(
+    conn: psycopg.Connection[Any],
+    columns: str,
+    joins: str,
+    limit: int,
+    *,
+    jurisdictions: Sequence[str] | None = None,
+    as_of: dt.date | None = None,
+    strategy: KnnStrategy | None = None,
+) -> tuple[str, list[Any], KnnStrategy]:
+    """The top-``limit`` statement (:func:`knn_statement`, or for ``partial`` one arm per
+    jurisdiction: :func:`.partial_indexes.partial_statement`), its parameters after the query
+    vector, and its strategy (:func:`knn_strategy` unless ``strategy`` says which; ``partial``
+    asked where it cannot apply -- no filter, ``as_of``, too many jurisdictions -- runs ``hnsw``).
+    """
+    scope = None
+    if jurisdictions and strategy in (None, "partial"):
+        scope = read_scope(conn, jurisdictions)
+    chosen = strategy or _choose(scope, as_of)
+    if chosen == "partial":
+        if scope is None or as_of is not None or not 0 < len(scope.rows) <= PARTIAL_MAX_ARMS:
+            chosen = "hnsw"
+        else:
+            arms = arms_of(scope)
+            return partial_statement(columns, joins, arms), partial_parameters(arms, limit), chosen
+    where, values = chunk_filters(jurisdictions, as_of)
+    return knn_statement(columns, joins, where, chosen), [*values, int(limit)], chosen
 
 
 def nearest(
@@ -661,26 +711,33 @@ def nearest(
     ef_search: int = 100,
     strategy: KnnStrategy | None = None,
 ) -> list[dict[str, Any]]:
-    """Top-``k`` chunks by cosine distance, filtered: exact for a filter on few rows, else via
-    the HNSW index (:func:`knn_strategy`, unless ``strategy`` says which).
+    """Top-``k`` chunks by cosine distance, filtered: exact for a filter on few rows, through
+    the jurisdictions' own partial HNSW indexes where they have them, else via the whole
+    table's HNSW index (:func:`knn_strategy`, unless ``strategy`` says which).
 
     pgvector's iterative index scan (``hnsw.iterative_scan``) keeps scanning until ``k`` rows
     pass the filters, so a filtered query still returns ``k`` rows when they exist.
     """
     prepare(conn)
-    where, values = chunk_filters(jurisdictions, as_of)
     vec = _as_array(vector)
     with conn.transaction(), conn.cursor() as cur:
-        query = knn_statement(
+        query, values, _ = knn_query(
+            conn,
             "c.chunk_id::text AS chunk_id, c.document_key, c.jurisdiction, c.label, "
             "c.section_label, c.title, c.page_start",
             "",
-            where,
-            strategy or knn_strategy(conn, jurisdictions),
+            k,
+            jurisdictions=jurisdictions,
+            as_of=as_of,
+            strategy=strategy,
         )
-        cur.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(int(ef_search)),))
-        cur.execute(query, (vec, *values, int(k)))
+        cur.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+            "set_config('hnsw.ef_search', %s, true), "
+            "set_config('plan_cache_mode', 'force_custom_plan', true)",
+            (str(int(ef_search)),),
+        )
+        cur.execute(query, (vec, *values))
         names = [d.name for d in cur.description or []]
         rows = [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
     rows.sort(key=lambda r: r["distance"])  # relaxed order: re-sort the k rows exactly
