@@ -85,22 +85,6 @@ def _read_pairs(path: Any) -> list[TrainingQuery]:
     return [TrainingQuery.from_row(json.loads(line)) for line in lines if line.strip()]
 
 
-@dg.asset(
-    group_name="evaluation",
-    automation_condition=EAGER,
-    kinds={"python", "scikitlearn"},
-    owners=OWNERS,
-    deps=["training_pairs"],
-    check_specs=[
-        dg.AssetCheckSpec(
-            "promotion",
-            asset="learned_ranker",
-            description="The learned ranker is served only when it beats the current ranking "
-            "on dev governing MRR without lowering dev refusal correctness (warning when not: "
-            "the current ranking stays)",
-        )
-    ],
-)
 class RankerConfig(dg.Config):
     """Which variants a run fits: the default few, or every one (``all``: the pairwise variant
     and a third blend weight too, about three times the fitting and scoring), on demand."""
@@ -117,6 +101,22 @@ def _variants(config: RankerConfig) -> tuple[tuple[Any, ...], tuple[float, ...]]
     return VARIANTS, BLENDS
 
 
+@dg.asset(
+    group_name="evaluation",
+    automation_condition=EAGER,
+    kinds={"python", "scikitlearn"},
+    owners=OWNERS,
+    deps=["training_pairs"],
+    check_specs=[
+        dg.AssetCheckSpec(
+            "promotion",
+            asset="learned_ranker",
+            description="The learned ranker is served only when it beats the current ranking "
+            "on dev governing MRR without lowering dev refusal correctness (warning when not: "
+            "the current ranking stays)",
+        )
+    ],
+)
 def learned_ranker(
     context: dg.AssetExecutionContext,
     config: RankerConfig,
