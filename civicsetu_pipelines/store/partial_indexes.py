@@ -53,7 +53,11 @@ PARTIAL_MAX_ARMS = 8
 # ~60 MB, of 240k ~480 MB; past maintenance_work_mem pgvector finishes the build on disk, slower.
 PARTIAL_BUILD_MEMORY = "1GB"
 
-SyncAction = Literal["created", "dropped", "kept", "absent"]
+# How long an index build waits for the table's write locks held by other transactions (loads of
+# other jurisdictions) before it gives up for this time (:func:`sync_partial_index`).
+PARTIAL_LOCK_TIMEOUT_S = 30.0
+
+SyncAction = Literal["created", "dropped", "kept", "absent", "deferred"]
 
 
 def partial_index_name(jurisdiction: str) -> str:
@@ -89,7 +93,11 @@ def _index_state(cur: psycopg.Cursor[Any], name: str) -> bool | None:
 
 
 def sync_partial_index(
-    conn: psycopg.Connection[Any], jurisdiction: str, *, min_rows: int
+    conn: psycopg.Connection[Any],
+    jurisdiction: str,
+    *,
+    min_rows: int,
+    lock_timeout_s: float = PARTIAL_LOCK_TIMEOUT_S,
 ) -> SyncAction:
     """Give ``jurisdiction`` its partial HNSW index when it holds more than ``min_rows`` current
     rows, drop the index when it no longer does; what was done.
@@ -97,29 +105,46 @@ def sync_partial_index(
     One transaction (a savepoint inside the caller's), under the jurisdiction's load lock (the
     advisory lock of ``load_partition``), so it never races a load of the same jurisdiction. A
     plain ``CREATE INDEX``: writes to ``legal_chunks`` wait for the build (seconds for tens of
-    thousands of rows), and readers keep reading.
+    thousands of rows) and, inside a caller's transaction, until it commits; readers keep
+    reading. A drop (only when a jurisdiction falls back to ``min_rows`` rows or fewer) takes
+    the table's ACCESS EXCLUSIVE lock: readers too wait until the caller commits. Either waits
+    at most ``lock_timeout_s`` for other transactions' writes (a load of another jurisdiction
+    not yet committed); when it cannot have the table then, or when two such builds would wait
+    for each other (a deadlock, which PostgreSQL breaks), nothing is changed ("deferred": the
+    jurisdiction is searched through the whole table's index until the next load or
+    :func:`sync_partial_indexes`), and the caller's transaction goes on.
     """
     name = partial_index_name(jurisdiction)
-    with conn.transaction(), conn.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
-        cur.execute(
-            "SELECT count(*) FROM legal_chunks WHERE jurisdiction = %s AND status = 'current'",
-            (jurisdiction,),
-        )
-        current = int(cur.fetchone()[0])  # type: ignore[index]
-        state = _index_state(cur, name)
-        if current <= min_rows:
-            if state is None:
+    try:
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(
+                "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",)
+            )
+            cur.execute(
+                "SELECT count(*) FROM legal_chunks WHERE jurisdiction = %s AND status = 'current'",
+                (jurisdiction,),
+            )
+            current = int(cur.fetchone()[0])  # type: ignore[index]
+            state = _index_state(cur, name)
+            if state is None and current <= min_rows:
                 return "absent"
-            cur.execute(_drop_sql(name))
-            return "dropped"
-        if state is True:
-            return "kept"
-        if state is False:
-            cur.execute(_drop_sql(name))
-        cur.execute("SELECT set_config('maintenance_work_mem', %s, true)", (PARTIAL_BUILD_MEMORY,))
-        cur.execute(_create_sql(jurisdiction))
-        return "created"
+            if state is True and current > min_rows:
+                return "kept"
+            cur.execute(
+                "SELECT current_setting('lock_timeout'), "
+                "set_config('lock_timeout', %s, true), "
+                "set_config('maintenance_work_mem', %s, true)",
+                (f"{max(1, round(lock_timeout_s * 1000))}ms", PARTIAL_BUILD_MEMORY),
+            )
+            previous = str(cur.fetchone()[0])  # type: ignore[index]
+            if state is not None:  # too small now, or invalid (a failed concurrent build)
+                cur.execute(_drop_sql(name))
+            if current > min_rows:
+                cur.execute(_create_sql(jurisdiction))
+            cur.execute("SELECT set_config('lock_timeout', %s, true)", (previous,))
+            return "created" if current > min_rows else "dropped"
+    except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected):
+        return "deferred"
 
 
 def sync_partial_indexes(conn: psycopg.Connection[Any], *, min_rows: int) -> dict[str, SyncAction]:

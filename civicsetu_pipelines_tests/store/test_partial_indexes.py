@@ -231,6 +231,15 @@ def test_partial_indexes_serve_filtered_search(
         assert sync_partial_index(conn, "BIG", min_rows=THRESHOLD) == "kept"
         assert sync_partial_index(conn, "SMALL", min_rows=THRESHOLD) == "absent"
         assert sync_partial_index(conn, "MID", min_rows=1000) == "dropped"
+        # Another transaction writing to the table (a load of another jurisdiction not yet
+        # committed): the build waits lock_timeout_s, then gives up and changes nothing; the
+        # caller's transaction goes on.
+        conn.commit()  # the DROP above holds the table until then
+        with connect(store_db) as other:
+            other.execute("LOCK TABLE legal_chunks IN ROW EXCLUSIVE MODE")
+            action = sync_partial_index(conn, "MID", min_rows=THRESHOLD, lock_timeout_s=0.2)
+            assert action == "deferred"
+        assert conn.execute("SELECT current_setting('lock_timeout')").fetchone() == ("0",)
         conn.execute(_create_sql("GONE"))
         assert "'GONE'" in _create_sql("GONE").as_string(conn)
         assert "'O''X'" in _create_sql("O'X").as_string(conn)  # a literal, quoted
