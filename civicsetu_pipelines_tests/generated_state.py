@@ -25,7 +25,6 @@ runs on every core for large states (:func:`write_state` with ``processes``).
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import os
 import random
@@ -106,7 +105,7 @@ def state_of(code: str, rules_title: str | None = None) -> State:
     initials = "".join(w[0] for w in name.split() if w[0].isupper())
     return State(
         code=code, name=name, capital=_CAPITALS.get(code, name), abbr=_ABBR.get(code,
-        f"{initials}-RERA"), number=(sum(map(ord, code)) % 30) + 1,
+        f"{initials}-RERA"), number=6 if code == "MAHARASHTRA" else sum(map(ord, code)) % 30 + 1,
         rules_title=rules_title or _RULES.get(code,
         f"{name} Real Estate (Regulation and Development) Rules, 2017"),
         department=random.Random(code).choice(["Urban Development and Urban Housing Department",
@@ -983,9 +982,3 @@ def registry_entry(
     if amends:
         entry["amends"] = list(amends)
     return entry
-
-
-def as_dict(document: GeneratedDocument) -> dict[str, Any]:
-    row = dataclasses.asdict(document)
-    row["path"], row["date"] = str(document.path), document.date.isoformat()
-    return row
