@@ -49,11 +49,12 @@ Per corpus:
    each ef_search, unfiltered and filtered five ways: ``small`` (the jurisdiction nearest 3% of
    the rows), ``big`` (the biggest), ``tiny`` (the smallest, 0.67% with 36 jurisdictions) and
    ``pair`` (small and big together: a state and the Act, the answer path's usual scope), in
-   modes: ``planner`` (what production gets: ``store.knn_strategy`` searches a filter on at most
-   ``store.EXACT_SCAN_MAX_ROWS`` rows exactly, jurisdictions with their own partial HNSW index
-   through it (issue 46), anything else with the whole-table HNSW statement, for which the
-   planner may still prefer a sequential scan on a small table), ``partial`` (the partial-index
-   statement forced: one arm per jurisdiction, its partial index or, without one, exact),
+   modes: ``planner`` (what production gets: ``store.knn_strategy`` searches jurisdictions with
+   their own partial HNSW index through it (issue 46), a filter on at most
+   ``store.EXACT_SCAN_MAX_ROWS`` rows otherwise exactly, anything else with the whole-table
+   HNSW statement, for which the planner may still prefer a sequential scan on a small
+   table), ``partial`` (the partial-index statement forced: one arm per jurisdiction, its
+   partial index or, without one, exact),
    ``planner16`` (production before issue 46: the same strategy with no partial index built),
    ``hnsw`` (the HNSW
    statement forced, with ``enable_seqscan``/``enable_sort``/``enable_bitmapscan`` off as
@@ -64,7 +65,7 @@ Per corpus:
    ``--modes planner,hnsw,strict`` adds ``strict``: the index forced with
    ``hnsw.iterative_scan = strict_order`` (a comparison; production runs relaxed_order).
    Every mode but ``planner`` and ``partial`` runs first, on the whole-table index alone; then
-   every jurisdiction over ``EXACT_SCAN_MAX_ROWS`` rows gets its partial index
+   every jurisdiction over ``PARTIAL_INDEX_MIN_ROWS`` rows gets its partial index
    (``partial_indexes.sync_partial_index``, as ``load_partition`` calls it; build seconds and
    MB each) and ``planner`` and ``partial`` run;
 4. with ``--crossover QUERIES`` (scale corpus only): every jurisdiction filtered alone, the exact
@@ -118,6 +119,7 @@ from civicsetu_pipelines.store.database import (
 from civicsetu_pipelines.store.legal_chunks import (
     EXACT_SCAN_MAX_ROWS,
     HNSW_INDEX,
+    PARTIAL_INDEX_MIN_ROWS,
     KnnStrategy,
     prepare,
 )
@@ -506,7 +508,7 @@ class CorpusResult:
 
 
 def build_partials(url: str, corpus: Corpus, args: argparse.Namespace) -> LoadResult:
-    """Issue 46: every jurisdiction over ``EXACT_SCAN_MAX_ROWS`` current rows gets its partial
+    """Issue 46: every jurisdiction over ``PARTIAL_INDEX_MIN_ROWS`` current rows gets its partial
     HNSW index (``partial_indexes.sync_partial_index``, as ``load_partition`` calls it), one
     after the other: build seconds and MB each."""
     out: dict[str, tuple[float, float]] = {}
@@ -517,7 +519,7 @@ def build_partials(url: str, corpus: Corpus, args: argparse.Namespace) -> LoadRe
         )
         for name in sorted(corpus.sizes(), key=lambda n: -corpus.sizes()[n]):
             started = time.perf_counter()
-            action = sync_partial_index(conn, name, min_rows=EXACT_SCAN_MAX_ROWS)
+            action = sync_partial_index(conn, name, min_rows=PARTIAL_INDEX_MIN_ROWS)
             seconds = time.perf_counter() - started
             if action == "created":
                 row = conn.execute(
@@ -925,7 +927,7 @@ def report(results: list[CorpusResult], efs: Sequence[int], args: argparse.Names
         sizes = r.corpus.sizes()
         single = {f: flt[0] for f, flt in r.corpus.filters().items() if flt and len(flt) == 1}
         print(
-            f"{r.corpus.label}: partial HNSW indexes (over {EXACT_SCAN_MAX_ROWS} current rows): "
+            f"{r.corpus.label}: partial HNSW indexes (over {PARTIAL_INDEX_MIN_ROWS} current rows): "
             f"{len(built)} of {len(sizes)} jurisdictions, build "
             f"{sum(s for s, _ in built.values()):.1f} s, {sum(mb for _, mb in built.values()):.1f}"
             " MB in all (whole-table index: "

@@ -66,6 +66,7 @@ from .fingerprints import (
 from .legal_chunks import (
     EXACT_SCAN_MAX_ROWS as EXACT_SCAN_MAX_ROWS,
     HNSW_INDEX as HNSW_INDEX,
+    PARTIAL_INDEX_MIN_ROWS as PARTIAL_INDEX_MIN_ROWS,
     DocumentVersionInput as DocumentVersionInput,
     KnnStrategy as KnnStrategy,
     cache_lookup as cache_lookup,

@@ -378,9 +378,9 @@ def load_partition(
             stats.retired_documents.append(key)
         stats.changes = record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
         _set_setting(cur, f"loaded:{jurisdiction}", dt.datetime.now(dt.UTC).isoformat())
-    # Issue 46: the jurisdiction's own HNSW index, created past EXACT_SCAN_MAX_ROWS current rows,
-    # dropped below (after the load's transaction block; see partial_indexes.sync_partial_index).
-    sync_partial_index(conn, jurisdiction, min_rows=EXACT_SCAN_MAX_ROWS)
+    # Issue 46: the jurisdiction's own HNSW index, created past PARTIAL_INDEX_MIN_ROWS current
+    # rows, dropped below (after the load's transaction block; partial_indexes.sync_partial_index).
+    sync_partial_index(conn, jurisdiction, min_rows=PARTIAL_INDEX_MIN_ROWS)
     return stats
 
 
@@ -592,8 +592,9 @@ def chunk_filters(
 # A filter whose rows are few is searched exactly instead: its rows through the B-tree on
 # (jurisdiction, status), every distance computed, a top-k sort (recall 1). The threshold is
 # where the exact search stops beating the HNSW scan: see EXACT_SCAN_MAX_ROWS. A jurisdiction
-# above it gets its own partial HNSW index (:mod:`.partial_indexes`, kept by load_partition), and
-# a filter on such jurisdictions scans each one's own graph (``partial``).
+# over PARTIAL_INDEX_MIN_ROWS current rows gets its own partial HNSW index
+# (:mod:`.partial_indexes`, kept by load_partition), and a filter on such jurisdictions scans
+# each one's own graph (``partial``), preferred to both.
 KnnStrategy = Literal["exact", "hnsw", "partial"]
 
 # Largest number of rows of the asked jurisdictions searched exactly; above it, the HNSW index.
@@ -604,9 +605,17 @@ KnnStrategy = Literal["exact", "hnsw", "partial"]
 # joined before sorting, grouped and interleaved rows on disk: <= 1.12 up to 3,376, 1.28-1.42 at
 # 3,944); p50 crosses at ~2,700 rows. Up to here HNSW finds only 0.91-0.97 of the true top 10,
 # the exact search all of it. The HNSW side gets slower as the table grows around a filter of
-# the same size, so at more than 100k rows this is conservative. A jurisdiction with more
-# current rows than this gets its partial HNSW index (load_partition).
+# the same size, so at more than 100k rows this is conservative.
 EXACT_SCAN_MAX_ROWS = 3500
+
+# A jurisdiction with more current rows than this gets its own partial HNSW index
+# (load_partition -> partial_indexes.sync_partial_index), and a filter on it is searched through
+# that graph, exactly or not (issue 46). A graph of a few thousand rows finds the whole top 10 at
+# ef_search 100 and beats the exact search: at 100k rows, the 3% jurisdiction (2,994 rows)
+# through its own graph 1.000 recall at p50/p95 3.8/5.3 ms, 0.75x the unfiltered p95, against
+# 13-24 / 18-37 ms exactly (BENCHMARKS.md "Serving at a million units"). Below ~1,000 rows the
+# exact search costs ~2-3 ms (issue 16's crossover) and the planner itself prefers the B-tree.
+PARTIAL_INDEX_MIN_ROWS = 1000
 
 
 def scope_rows(conn: psycopg.Connection[Any], jurisdictions: Sequence[str]) -> float:
@@ -623,10 +632,10 @@ def scope_rows(conn: psycopg.Connection[Any], jurisdictions: Sequence[str]) -> f
 def _choose(scope: Scope | None, as_of: dt.date | None) -> KnnStrategy:
     if scope is None:
         return "hnsw"
-    if scope.total <= EXACT_SCAN_MAX_ROWS:
-        return "exact"
     if as_of is None and partial_usable(scope, EXACT_SCAN_MAX_ROWS):
         return "partial"
+    if scope.total <= EXACT_SCAN_MAX_ROWS:
+        return "exact"
     return "hnsw"
 
 
@@ -635,10 +644,12 @@ def knn_strategy(
     jurisdictions: Sequence[str] | None,
     as_of: dt.date | None = None,
 ) -> KnnStrategy:
-    """``exact`` for a filter on jurisdictions holding at most :data:`EXACT_SCAN_MAX_ROWS` rows;
-    ``partial`` for current rows (no ``as_of``) of jurisdictions that each have their partial
-    HNSW index or are small; else ``hnsw`` (always without a filter: on a small table the
-    planner scans exactly itself). One catalog round trip with a filter, none without."""
+    """``partial`` for current rows (no ``as_of``) of jurisdictions that each have their partial
+    HNSW index (over :data:`PARTIAL_INDEX_MIN_ROWS` current rows) or hold at most
+    :data:`EXACT_SCAN_MAX_ROWS` rows, at least one indexed; else ``exact`` for a filter on
+    jurisdictions holding at most :data:`EXACT_SCAN_MAX_ROWS` rows; else ``hnsw`` (always
+    without a filter: on a small table the planner scans exactly itself). One catalog round
+    trip with a filter, none without."""
     if not jurisdictions:
         return "hnsw"
     return _choose(read_scope(conn, jurisdictions), as_of)

@@ -3,8 +3,8 @@
 The whole-table HNSW index cannot filter inside its graph: a query on one jurisdiction walks the
 neighbourhood of the whole table and drops other jurisdictions' rows, so the smaller the
 jurisdiction's share, the more it misses (a 3% jurisdiction: recall@10 0.94-0.96 at 100k rows).
-A filter on few rows is searched exactly (``legal_chunks.EXACT_SCAN_MAX_ROWS``); above that, a
-jurisdiction gets its OWN graph, a partial index over its current rows::
+A jurisdiction with more than ``legal_chunks.PARTIAL_INDEX_MIN_ROWS`` current rows (1,000) gets
+its OWN graph, a partial index over its current rows::
 
     CREATE INDEX legal_chunks_hnsw_<slug>_<hash> ON legal_chunks
         USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)
@@ -16,7 +16,8 @@ implies the index's predicate when the parameter's value is known at plan time: 
 ``plan_cache_mode = force_custom_plan`` (``retrieval.prepare_session``, ``legal_chunks.nearest``),
 else a prepared statement's generic plan (from its 6th execution) would fall back to the whole
 table's graph. Several jurisdictions (a state and the Act: the answer path's usual scope) are one
-such scan each -- or an exact scan for one with no index of its own, which is then small --
+such scan each -- or an exact scan for one with no index of its own, when it is small
+(``legal_chunks.EXACT_SCAN_MAX_ROWS``) --
 merged in SQL: ``UNION ALL`` of the arms, ``ORDER BY distance LIMIT k`` (:func:`partial_statement`).
 
 Why partial indexes rather than list partitioning by jurisdiction: partitioning is a migration of

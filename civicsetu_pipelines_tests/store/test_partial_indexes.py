@@ -1,7 +1,7 @@
 """Per-jurisdiction partial HNSW indexes (issue 46), on the real embedded Postgres (logic tier:
 a fresh database per test, synthetic vectors, no model).
 
-The threshold is lowered from thousands of rows to 300 so that a few hundred rows make a
+The index threshold is lowered from 1,000 rows to 300 so that a few hundred rows make a
 jurisdiction "big"; at that size the planner would rightly search exactly itself, so the plan
 assertions push it to the indexes (``enable_seqscan``/``enable_sort``/``enable_bitmapscan``
 off, as ``store.explain_nearest`` does) and ``ef_search`` covers the whole partial graph, so the
@@ -121,7 +121,10 @@ def test_partial_indexes_serve_filtered_search(
     )
     from civicsetu_pipelines.store import legal_chunks
 
-    monkeypatch.setattr(legal_chunks, "EXACT_SCAN_MAX_ROWS", THRESHOLD)
+    # Every jurisdiction here is small enough to search exactly (1000): an indexed one is still
+    # searched through its own graph.
+    monkeypatch.setattr(legal_chunks, "EXACT_SCAN_MAX_ROWS", 1000)
+    monkeypatch.setattr(legal_chunks, "PARTIAL_INDEX_MIN_ROWS", THRESHOLD)
     big = synthetic_chunks("doc_big", "BIG", 800, seed=30)
     mid = synthetic_chunks("doc_mid", "MID", 400, seed=31)
     small = synthetic_chunks("doc_small", "SMALL", 120, seed=32)
@@ -150,7 +153,12 @@ def test_partial_indexes_serve_filtered_search(
         assert legal_chunks.knn_strategy(conn, ["BIG", "SMALL"]) == "partial"  # SMALL: exact arm
         assert legal_chunks.knn_strategy(conn, ["BIG", "MID"]) == "partial"
         assert legal_chunks.knn_strategy(conn, ["SMALL"]) == "exact"
-        assert legal_chunks.knn_strategy(conn, ["BIG"], EFFECTIVE) == "hnsw"  # as_of
+        # as_of: the partial index holds current rows only; 800 + 400 rows are exact, more not
+        assert legal_chunks.knn_strategy(conn, ["BIG"], EFFECTIVE) == "exact"
+        monkeypatch.setattr(legal_chunks, "EXACT_SCAN_MAX_ROWS", 1100)
+        assert legal_chunks.knn_strategy(conn, ["BIG", "MID"], EFFECTIVE) == "hnsw"
+        assert legal_chunks.knn_strategy(conn, ["BIG", "MID"]) == "partial"
+        monkeypatch.setattr(legal_chunks, "EXACT_SCAN_MAX_ROWS", 1000)
         assert legal_chunks.knn_strategy(conn, None) == "hnsw"
         for setting in PUSH_TO_INDEX:
             conn.execute("SELECT set_config(%s, 'off', true)", (setting,))
