@@ -336,38 +336,38 @@ def bench(state: Path, j: str, n: int, seed: int) -> None:
                                   seed=seed).variety == "order")  # fmt: skip
     new = make_document(fresh, jurisdiction=j, index=index, seed=seed)
     registered = add(new)
-    added = materialize(j)
+    _say("add one order", registered, materialize(j), new)
     # change: the corrected version of a registered order, pinned under the same key
     target = next(d for d in docs if d.variety == "order" and 3 <= d.pages <= 6)
     corrected = changed_variant(target, fresh, seed=seed)
     change(state, target.key, corrected)
-    changed = materialize(j)
+    _say("change one order", None, materialize(j), corrected)
     # remove: another order, out of the registry (its rows retired at once), then the run
     victim = next(d for d in docs if d.variety == "order" and d.key != target.key
                   and 3 <= d.pages <= 6)  # fmt: skip
     removed = civicsetu("documents", "remove", victim.key)
-    after = materialize(j)
-    noop = materialize(j)  # nothing changed since the last run
+    _say("remove one order", removed, materialize(j), victim)
+    _say("no-op re-run", None, materialize(j), None)  # nothing changed since the last run
     # the same documents alone, each in an empty jurisdiction (registered after the state's
     # runs: a registry change anywhere makes every jurisdiction's next run a full one)
-    alone = []
-    for where, (i, corrected_too) in zip(ALONE, ((index, False), (target.index, True),
-                                                 (victim.index, False)), strict=True):  # fmt: skip
+    for what, where, i, corrected_too in (("add", ALONE[0], index, False),
+                                          ("change", ALONE[1], target.index, True),
+                                          ("remove", ALONE[2], victim.index, False)):  # fmt: skip
         doc = make_document(fresh / where, jurisdiction=where, index=i, seed=seed,
                             changed=corrected_too)  # fmt: skip
-        alone.append((add(doc), materialize(where)))
-    alone_noop = materialize(ALONE[2])
-    after_other = materialize(j)  # the registry changed elsewhere (the documents alone)
-    _row("add one order", registered, added, *alone[0], new)
-    _row("change one order", None, changed, *alone[1], corrected)
-    _row("remove one order", removed, after, *alone[2], victim)
-    print(f"  {'no-op re-run':<18}{'':>30}  run {noop}  {_status(noop)}")
-    print(f"  {'':<18}{'':>30}  alone: run {alone_noop}  {_status(alone_noop)}")
-    elsewhere = "re-run, registry changed elsewhere"
-    print(f"  {elsewhere:<48}  run {after_other}  {_status(after_other)}")
+        _say(f"{what}: alone", add(doc), materialize(where), doc, where)
+    _say("no-op: alone", None, materialize(ALONE[2]), None, ALONE[2])
+    _say("re-run, registry changed elsewhere", None, materialize(j), None)
     final = store_figures()
     print(f"\nDagster event-log rows after the single-document runs: {final['event_rows']} "
           f"(+{final['event_rows'] - events} for 12 runs and their commands)")  # fmt: skip
+
+
+def _say(what: str, command: Run | None, run: Run, doc: Any, where: str = "") -> None:
+    """One line as soon as it is measured: the command (add, remove) if any, the run."""
+    first = f"command {command.seconds:6.2f} s + " if command is not None else ""
+    about = f"  ({doc.pages} pages, {doc.paragraphs} paragraphs)" if doc is not None else ""
+    print(f"  {what:<36}{first:>26}run {run}  {where} {_status(run)}{about}", flush=True)
 
 
 def _status(run: Run) -> str:
@@ -376,13 +376,6 @@ def _status(run: Run) -> str:
         if "up to date" in line or " ok in " in line or "FAILED" in line:
             return line.strip()[:90]
     return ""
-
-
-def _row(what: str, command: Run | None, run: Run, alone_add: Run, alone: Run, doc: Any) -> None:
-    first = f"command {command.seconds:6.2f} s + " if command is not None else ""
-    print(f"  {what:<18}{first:>30}  run {run}")
-    print(f"  {'':<18}{'':>30}  alone: add {alone_add.seconds:6.2f} s + run {alone}  "
-          f"({doc.pages} pages, {doc.paragraphs} paragraphs)", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
