@@ -15,12 +15,10 @@ Courier, sizes 10-12.5, A4, Letter or Legal), numbers inline or hanging, running
 the case number, "Page 3 of 7" or "- 3 -" footers, paragraphs broken across pages, parties
 "X ... Complainant / Versus / Y ... Respondent", dates as "Dated: 14.05.2020", "Date: 14/05/2020"
 or "14th May, 2020", an operative ORDER with lettered or continued numbered directions, and a
-signature, place and date at the foot. Text is written with PyMuPDF's TextWriter in embedded
-fonts (em dashes and typographic quotes survive).
-
-:func:`changed_variant` writes the corrected version of one document (one figure of its
-operative order changed), deterministically. Generation is fast (a few milliseconds a page) and
-runs on every core for large states (:func:`write_state` with ``processes``).
+signature, place and date at the foot. Fonts are embedded (em dashes and typographic quotes
+survive) and each page's content stream is written directly: 19 ms of CPU a document, every
+core for large states. :func:`changed_variant` writes the corrected version of one document (one
+figure of its operative part changed), deterministically.
 """
 
 from __future__ import annotations
@@ -910,8 +908,7 @@ def make_document(
     style = Style.draw(rng)
     doc, meta = _MAKERS[variety](rng, state, day, changed)
     pages = layout(doc, style)
-    word = {"order": "order", "appeal": "appeal", "circular": "circular", "amendment": "amendment"}
-    key = f"{jurisdiction.lower()}_{word[variety]}_{index:05d}" + ("_corrected" if changed else "")
+    key = f"{jurisdiction.lower()}_{variety}_{index:05d}" + ("_corrected" if changed else "")
     path = Path(out_dir) / f"{key}.pdf"
     _write(pages, style, path)
     cites: _Cites = meta["c"]
