@@ -5,7 +5,8 @@ console logger at WARNING, so without this a long run printed nothing between it
 last line. :class:`RunWatcher` polls the instance (a connection of its own, from a thread) for
 the newest run this process started (its ``civicsetu/pid`` tag) and reports, through a
 callback, each step as it starts (``step n/N``) and, every ``every_s`` seconds of a long step,
-the step's last log message (a document n/N, a batch of embeddings).
+the step's last log message (a document n/N, a batch of embeddings), repeated with the step's
+elapsed time after ``3 * every_s`` seconds without a new one.
 """
 
 from __future__ import annotations
@@ -124,7 +125,14 @@ class RunWatcher:
         if new_step:
             self._say(self.line(), True)
             return connection.cursor, now, state.message
-        if state.step and state.message != said and now - said_at >= self._every_s:
+        quiet = now - said_at
+        # a new message every every_s at most; the same one again after 3x that (a heartbeat
+        # with the step's elapsed time: a scan's OCR logs nothing for minutes)
+        if (
+            state.step
+            and quiet >= self._every_s
+            and (state.message != said or quiet >= 3 * self._every_s)
+        ):
             self._say(self.line(), False)
             return connection.cursor, now, state.message
         return connection.cursor, said_at, said
@@ -136,6 +144,6 @@ class RunWatcher:
         where = f"{s.job} {s.partition}".strip()
         count = f"{s.started}/{total}" if total else str(s.started)
         elapsed = time.monotonic() - s.step_since
-        took = f" ({elapsed:.0f} s)" if s.message and elapsed >= 1 else ""
+        took = f" ({elapsed:.0f} s)" if elapsed >= 1 else ""
         message = f": {s.message}" if s.message else ""
         return f"{where}: step {count} {s.step}{took}{message}"
