@@ -27,8 +27,13 @@ def partition_fingerprint(
     registry: Registry,
     mirror_dirs: Sequence[Path],
     settings: Mapping[str, str],
+    pdf_store: Path | None = None,
 ) -> str | None:
-    """The fingerprint of one jurisdiction's inputs, or None when it cannot be known offline."""
+    """The fingerprint of one jurisdiction's inputs, or None when it cannot be known offline.
+
+    A document found in a mirror directory counts by its file's sha256; one that is not (added
+    with ``documents add``, or from a watched source) counts by its pinned sha256 when the
+    content-addressed ``pdf_store`` holds that file (``raw_pdfs`` verifies it on use)."""
     documents = []
     for spec in registry.documents(jurisdiction):
         found = next(
@@ -39,9 +44,13 @@ def partition_fingerprint(
             ),
             None,
         )
-        if found is None:
+        if found is not None:
+            digest = sha256_file(found)
+        elif spec.sha256 and pdf_store is not None and (pdf_store / f"{spec.sha256}.pdf").is_file():
+            digest = spec.sha256
+        else:
             return None
-        documents.append({"spec": spec.model_dump(mode="json"), "sha256": sha256_file(found)})
+        documents.append({"spec": spec.model_dump(mode="json"), "sha256": digest})
     payload = {
         "jurisdiction": jurisdiction,
         "documents": documents,

@@ -124,8 +124,9 @@ def run_partitions(
     for index, name in enumerate(partitions, 1):
         started = time.perf_counter()
         fingerprint = partition_fingerprint(
-            name, registry, list(settings.mirror_dirs), output_settings()
-        )
+            name, registry, list(settings.mirror_dirs), output_settings(),
+            pdf_store=pdf_cache_dir(settings.state_dir),
+        )  # fmt: skip
         if (
             not force
             and fingerprint

@@ -142,3 +142,30 @@ def test_partition_fingerprint_changes_with_a_document_or_a_setting(
     (mirror / str(spec.filename)).unlink()
     # A document not in any mirror would be downloaded: no fingerprint, the run always happens.
     assert partition_fingerprint("GUJARAT", registry, [mirror], settings) is None
+
+
+def test_a_document_held_only_by_the_pdf_store_counts_by_its_pinned_sha256(
+    corpus: Path, tmp_path: Path
+) -> None:
+    """`documents add` keeps the PDF in the content-addressed store, not a mirror: a run with
+    nothing changed is still known to be up to date (it had no fingerprint: every no-op
+    `materialize` re-ran the jurisdiction)."""
+    registry = load_registry(include_seed=False)
+    store = tmp_path / "pdfs"
+    store.mkdir()
+    settings = {"CIVICSETU_EMBED_MODEL": ""}
+    specs = registry.documents("GUJARAT")
+    assert all(s.sha256 for s in specs)
+    assert partition_fingerprint("GUJARAT", registry, [], settings, pdf_store=store) is None
+    for spec in specs:
+        shutil.copy(corpus / str(spec.filename), store / f"{spec.sha256}.pdf")
+    held = partition_fingerprint("GUJARAT", registry, [], settings, pdf_store=store)
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    for spec in specs:
+        shutil.copy(corpus / str(spec.filename), mirror / str(spec.filename))
+    # the same bytes, whichever place holds them: the same fingerprint
+    assert held is not None
+    assert held == partition_fingerprint("GUJARAT", registry, [mirror], settings)
+    (store / f"{specs[0].sha256}.pdf").unlink()
+    assert partition_fingerprint("GUJARAT", registry, [], settings, pdf_store=store) is None
