@@ -10,10 +10,11 @@ the retrieval settings, the refusal distances, the jurisdictions stored). A run 
 state changed asks again only the questions that could read that state (and those naming no
 state); every other answer is the one the same question got from the same rows.
 
-Pure domain code: the caller passes the context (the code's hash comes from the operate stage)
-and the fingerprints. The file is a pickle under the state directory, written by this process
-and read back only when its context is the caller's; a save keeps only the entries read or
-written in this run, so it never grows past one run's questions.
+Pure domain code: :func:`open_memo` builds the context (the code's hash from
+:func:`~civicsetu_pipelines.base.code_hash`) and reads the fingerprints. The file is a pickle
+under the state directory, written by this process and read back only when its context is the
+caller's; a save keeps only the entries read or written in this run, so it never grows past one
+run's questions.
 """
 
 from __future__ import annotations
