@@ -21,7 +21,12 @@ def materialize(
         typer.Option("--jurisdiction", "-j", help="Partition(s) to run; default: all"),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Run even jurisdictions whose inputs are unchanged")
+        bool,
+        typer.Option(
+            "--force",
+            help="Run even jurisdictions whose inputs are unchanged, and process every "
+            "document of each (not only those that changed)",
+        ),
     ] = False,
     executor: Annotated[
         str,
@@ -47,7 +52,9 @@ def materialize(
     """Materialize every asset for the given jurisdictions through the Dagster instance.
 
     A jurisdiction whose inputs (documents, registry, code, settings) are unchanged since its
-    last successful run is reported up to date and skipped, unless --force. With --reports,
+    last successful run is reported up to date and skipped, unless --force. In a jurisdiction
+    that runs, only its new, changed and removed documents (with their amendment family) are
+    processed; the others stay as they are served (--force: every document). With --reports,
     the answers and evaluation jobs then run over everything stored. Each step's start and a
     long step's last message are printed while the runs go on (:class:`RunWatcher`). A jurisdiction
     left without a registered document (its last one removed while the database could not be

@@ -10,6 +10,7 @@ from civicsetu_pipelines.base import Settings, neo4j_configured
 from civicsetu_pipelines.defs.assets import (
     akn,
     answers,
+    documents,
     evaluation,
     graph,
     ingest,
@@ -30,7 +31,7 @@ from civicsetu_pipelines.defs.sensors import build_gazette_sensor, build_orphane
 from civicsetu_pipelines.operate import registry_files_for
 
 # The asset modules, in the order data flows through them.
-ASSET_MODULES = [ingest, store, graph, akn, provisions, answers, ranking, evaluation]
+ASSET_MODULES = [ingest, store, graph, akn, provisions, documents, answers, ranking, evaluation]
 
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:

@@ -6,13 +6,16 @@ from .amendments import (
 from .edges import (
     build_edges as build_edges,
     citations_of as citations_of,
+    cited_from_elsewhere as cited_from_elsewhere,
     document_rows as document_rows,
     drop_document_edges as drop_document_edges,
+    edge_documents as edge_documents,
     graph_stats as graph_stats,
     neighbours as neighbours,
     reference_links as reference_links,
     replace_edges as replace_edges,
     stored_act_chunks as stored_act_chunks,
+    unit_labels as unit_labels,
 )
 from .matters import (
     Matter as Matter,

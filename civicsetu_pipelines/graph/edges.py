@@ -138,18 +138,22 @@ def build_edges(
     curated: Sequence[CuratedDerivation] = (),
     act_titles: ActTitles | None = None,
     matters: MatterIndex | None = None,
+    rules_documents: Sequence[str] | None = None,
 ) -> GraphBuild:
     """Edges of one jurisdiction's chunks. ``indexes`` must hold every document referred to
     (the jurisdiction's own and the Act's). ``curated`` derivations apply only to rules whose
     opening names no Act section. A rule that neither its words nor the table derive derives
     from the sections named by the Act's rule-making head its title restates (``matters``),
-    else from the section whose title it restates (``act_titles``)."""
+    else from the section whose title it restates (``act_titles``). ``rules_documents`` are
+    the jurisdiction's rules an order's "rule N" resolves into (default: those among
+    ``chunks``; given when ``chunks`` are some of the documents only)."""
     build = GraphBuild()
     by_rule = {(c.document, c.rule): c for c in curated}
     by_doc: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for chunk in chunks:
         by_doc[str(chunk["document_key"])].append(chunk)
-    rules_documents = sorted(k for k in by_doc if doc_types[k] == "rules")
+    if rules_documents is None:
+        rules_documents = sorted(k for k in by_doc if doc_types[k] == "rules")
 
     def document_edges(key: str, doc_chunks: list[Mapping[str, Any]]) -> None:
         doc_type = doc_types[key]
@@ -523,19 +527,31 @@ def replace_edges(
     jurisdiction: str,
     edges: Iterable[Edge],
     documents: Sequence[Mapping[str, Any]] = (),
+    *,
+    only: Sequence[str] | None = None,
 ) -> int:
     """Replace a jurisdiction's edges (and its per-document figures, see :func:`document_rows`)
-    in one transaction under its advisory lock."""
+    in one transaction under its advisory lock: all of them, or those whose source is one of the
+    ``only`` documents (an incremental run's; the others' edges stay)."""
     rows = [(jurisdiction, *(getattr(e, f) for f in EDGE_FIELDS)) for e in edges]
+    keys = None if only is None else list(only)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"graph:{jurisdiction}",))
-        cur.execute("DELETE FROM graph_edges WHERE jurisdiction = %s", (jurisdiction,))
+        cur.execute(
+            "DELETE FROM graph_edges WHERE jurisdiction = %s "
+            "AND (%s::text[] IS NULL OR source_document = ANY(%s))",
+            (jurisdiction, keys, keys),
+        )
         cur.executemany(
             f"INSERT INTO graph_edges (jurisdiction, {', '.join(EDGE_FIELDS)}) "
             f"VALUES (%s, {', '.join(['%s'] * len(EDGE_FIELDS))})",
             rows,
         )
-        cur.execute("DELETE FROM graph_documents WHERE jurisdiction = %s", (jurisdiction,))
+        cur.execute(
+            "DELETE FROM graph_documents WHERE jurisdiction = %s "
+            "AND (%s::text[] IS NULL OR document_key = ANY(%s))",
+            (jurisdiction, keys, keys),
+        )
         cur.executemany(
             f"INSERT INTO graph_documents (jurisdiction, {', '.join(DOCUMENT_FIELDS)}) "
             f"VALUES (%s, {', '.join(['%s'] * len(DOCUMENT_FIELDS))})",
@@ -548,6 +564,47 @@ def replace_edges(
             ],  # fmt: skip
         )
     return len(rows)
+
+
+def cited_from_elsewhere(
+    conn: psycopg.Connection[Any], jurisdiction: str, keys: Sequence[str]
+) -> list[str]:
+    """Those of ``keys`` another document's edges of ``jurisdiction`` point into (a reference
+    resolved to one of their units): their edges cannot be made again alone."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT target_document FROM graph_edges WHERE jurisdiction = %s "
+            "AND target_document = ANY(%s) AND NOT (source_document = ANY(%s))",
+            (jurisdiction, list(keys), list(keys)),
+        )
+        return sorted(str(row[0]) for row in cur.fetchall())
+
+
+def edge_documents(conn: psycopg.Connection[Any], jurisdiction: str) -> set[str]:
+    """The documents of ``jurisdiction`` the graph holds edges from."""
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT DISTINCT source_document FROM graph_edges WHERE jurisdiction = %s",
+            (jurisdiction,),
+        )
+        return {str(row[0]) for row in cur.fetchall()}
+
+
+def unit_labels(
+    conn: psycopg.Connection[Any], keys: Sequence[str]
+) -> dict[str, list[tuple[str, str]]]:
+    """(label, chunk id) of the current units of each of ``keys``: the indexes references
+    resolve into (:class:`UnitIndex`)."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT document_key, label, chunk_id::text FROM legal_chunks "
+            "WHERE status = 'current' AND document_key = ANY(%s) ORDER BY document_key, ordinal",
+            (list(keys),),
+        )
+        for key, label, chunk_id in cur.fetchall():
+            out.setdefault(str(key), []).append((str(label), str(chunk_id)))
+    return out
 
 
 def drop_document_edges(

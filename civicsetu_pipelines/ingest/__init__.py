@@ -23,6 +23,8 @@ Modules, in the order they build on each other:
 * ``akn`` -- Akoma Ntoso addresses: work and expression URIs (``cobalt``) and unit eIds
 * ``inspection`` -- one PDF's kind, units and checks, unregistered (civicsetu inspect)
 * ``quality`` -- Great Expectations suites generated from one schema per table
+* ``worklist`` -- documents as the unit of incremental work: which a run processes, which it
+  leaves as served (issue 46)
 
 The names below are what the rest of the code may use (``__init__.pyi`` lists them for the
 type checker; they are imported on first use, so importing the package costs nothing). The

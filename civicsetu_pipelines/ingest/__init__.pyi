@@ -83,3 +83,12 @@ from .user_documents import (
     remove_documents as remove_documents,
     user_keys as user_keys,
 )
+from .worklist import (
+    CITED_KINDS as CITED_KINDS,
+    ServedDocument as ServedDocument,
+    WorkPlan as WorkPlan,
+    amendment_closure as amendment_closure,
+    document_fingerprint as document_fingerprint,
+    plan_work as plan_work,
+    work_context as work_context,
+)

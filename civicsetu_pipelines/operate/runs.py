@@ -2,7 +2,8 @@
 
 Shared by ``civicsetu materialize`` and the benchmarks. A jurisdiction whose input fingerprint
 (:mod:`civicsetu_pipelines.operate.freshness`) matches its last successful run is skipped unless
-``force``.
+``force``; within a run, only the documents that changed are processed (``raw_pdfs``' plan,
+:mod:`civicsetu_pipelines.ingest.worklist`), every document with ``force``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ from civicsetu_pipelines.ingest import load_registry, prefetch_parses
 from civicsetu_pipelines.operate.freshness import FINGERPRINT_TAG, partition_fingerprint
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def ingest_run_config(every_document: bool = False) -> dict[str, Any]:
+    """The run config of a jurisdiction's ingest run: quiet, and, with ``every_document``, its
+    ``raw_pdfs`` told to process every document, not only those that changed (``--force``)."""
+    if not every_document:
+        return QUIET
+    return {**QUIET, "ops": {"raw_pdfs": {"config": {"every_document": True}}}}
+
+
 # The host and pid of the process that orchestrates a run this package starts: a run left
 # STARTED by a process that died (SIGKILL, OOM, a lost machine) is found and marked failed by
 # fail_orphaned_runs.
@@ -165,7 +176,7 @@ def run_partitions(
             for index, name, fingerprint in to_run:
                 if before is not None:
                     before(index, name)
-                futures.append(pool.submit(_run_remote, remote, name, fingerprint))
+                futures.append(pool.submit(_run_remote, remote, name, fingerprint, force))
             outcomes.extend(future.result() for future in futures)
         to_run = []
     for index, name, fingerprint in to_run:
@@ -179,11 +190,11 @@ def run_partitions(
                 instance=instance,
                 raise_on_error=False,
                 tags=tags,
-                run_config=QUIET,
+                run_config=ingest_run_config(force),
             )
             outcome = _outcome(instance, name, result, started, "in_process")
         else:
-            outcome = _execute_remote(instance, remote, name, tags, started)
+            outcome = _execute_remote(instance, remote, name, tags, started, force)
         outcomes.append(outcome)
     order = {name: i for i, name in enumerate(partitions)}
     return sorted(outcomes, key=lambda o: order[o.jurisdiction])
@@ -199,22 +210,27 @@ def _execute_remote(
     name: str,
     tags: dict[str, str],
     started: float,
+    every_document: bool = False,
 ) -> PartitionOutcome:
     with dg.execute_job(
         remote.job,
         instance=instance,
-        run_config={**QUIET, **remote.run_config},
+        run_config={**ingest_run_config(every_document), **remote.run_config},
         tags={**tags, "dagster/partition": name},
         raise_on_error=False,
     ) as result:
         return _outcome(instance, name, result, started, remote.executor)
 
 
-def _run_remote(remote: RemoteExecution, name: str, fingerprint: str | None) -> PartitionOutcome:
+def _run_remote(
+    remote: RemoteExecution, name: str, fingerprint: str | None, every_document: bool = False
+) -> PartitionOutcome:
     """One partition's run, orchestrated by this (pool) process on the environment's instance."""
     started = time.perf_counter()
     with open_instance() as instance:
-        return _execute_remote(instance, remote, name, _run_tags(fingerprint), started)
+        return _execute_remote(
+            instance, remote, name, _run_tags(fingerprint), started, every_document
+        )
 
 
 def _outcome(

@@ -7,6 +7,8 @@ Modules, in the order they build on each other:
 * ``onnx_model`` -- the model exported once to ONNX and run without torch
 * ``legal_chunks`` -- the versioned pgvector table legal_chunks and the embedding cache
 * ``catalog`` -- the document catalog, its units and stored page texts
+* ``served_documents`` -- each jurisdiction's served documents with their fingerprints (the
+  ledger of incremental runs)
 * ``points_in_time`` -- the law of a day: units in force on a date, a unit's versions
 * ``changes`` -- what changed, recorded: each run's units added, changed and ended (and the
   provision values and governing citations that moved), in ``store_changes``

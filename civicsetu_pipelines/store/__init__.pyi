@@ -105,3 +105,9 @@ from .points_in_time import (
     unit_history as unit_history,
     units_in_force as units_in_force,
 )
+from .served_documents import (
+    read_served as read_served,
+    record_served as record_served,
+    served_fingerprint_of as served_fingerprint_of,
+    set_aside_keys as set_aside_keys,
+)

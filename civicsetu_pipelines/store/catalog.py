@@ -102,8 +102,12 @@ def replace_jurisdiction(
     jurisdiction: str,
     docs: Sequence[dict[str, Any]],
     units: Sequence[dict[str, Any]],
+    *,
+    registered: Sequence[str] | None = None,
 ) -> None:
-    """Replace the catalog rows of one jurisdiction atomically."""
+    """Replace the catalog rows of one jurisdiction atomically: all of them, or, given the
+    ``registered`` keys, the rows of ``docs`` and of documents no longer registered (the
+    others, left as they were by an incremental run, stay)."""
     doc_sql = (
         f"INSERT INTO documents ({', '.join(DOC_COLUMNS)}, updated_at) "
         f"VALUES ({', '.join(['%s'] * len(DOC_COLUMNS))}, now())"
@@ -114,7 +118,14 @@ def replace_jurisdiction(
     )
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"catalog:{jurisdiction}",))
-        cur.execute("DELETE FROM documents WHERE jurisdiction = %s", (jurisdiction,))
+        if registered is None:
+            cur.execute("DELETE FROM documents WHERE jurisdiction = %s", (jurisdiction,))
+        else:
+            cur.execute(
+                "DELETE FROM documents WHERE jurisdiction = %s "
+                "AND (key = ANY(%s) OR NOT (key = ANY(%s)))",
+                (jurisdiction, [d["key"] for d in docs], list(registered)),
+            )
         cur.executemany(doc_sql, [tuple(d[c] for c in DOC_COLUMNS) for d in docs])
         cur.executemany(unit_sql, [tuple(u[c] for c in UNIT_COLUMNS) for u in units])
 

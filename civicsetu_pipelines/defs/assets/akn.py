@@ -4,13 +4,14 @@ expression (point in time), checked against the official schema (issue 39)."""
 from typing import Any
 
 import dagster as dg
+import pandas as pd
 
 from civicsetu_pipelines.base import SetAside, set_aside_for
 from civicsetu_pipelines.defs.assets import EAGER, OWNERS, set_aside_check
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
 from civicsetu_pipelines.graph import reference_links
-from civicsetu_pipelines.ingest import load_registry
+from civicsetu_pipelines.ingest import CITED_KINDS, load_registry
 from civicsetu_pipelines.store import (
     akn_documents as stored_documents,
     akn_texts,
@@ -52,19 +53,27 @@ from civicsetu_pipelines.store import (
     ],
 )
 def akn_documents(
-    context: dg.AssetExecutionContext, postgres: PostgresResource, corpus: CorpusResource
+    context: dg.AssetExecutionContext,
+    document_structure: pd.DataFrame,
+    postgres: PostgresResource,
+    corpus: CorpusResource,
 ) -> dg.MaterializeResult:
     """One AKN 3.0 XML file per document and expression under `reports/akn/` (the work URI's
     path, `in/act/2016/16/eng@2017-05-01.xml`): its chapters, sections or rules with their
     sub-units (numbers, headings, each unit's stored text verbatim under its eId), forms and
     schedules as attachments, the amendments as lifecycle events and passive modifications,
     and the cross-references the graph resolved as ``<ref>`` links. A document whose export
-    fails is set aside, named with why (``documents_set_aside``); the others are exported."""
+    fails is set aside, named with why (``documents_set_aside``); the others are exported.
+    The documents this run processed are exported (every document, when one of them is one
+    others cite: the Act, rules, regulations); the others' files stay as they are."""
     import datetime as dt
     from pathlib import Path
 
     jurisdiction = context.partition_key
-    keys = [s.key for s in load_registry().documents(jurisdiction)]
+    specs = load_registry().documents(jurisdiction)
+    processed = set(document_structure["document_key"]) if len(document_structure) else set()
+    whole = any(str(s.doc_type) in CITED_KINDS for s in specs if s.key in processed)
+    keys = [s.key for s in specs if whole or s.key in processed]
     out = corpus.reports / "akn"
     invalid: list[dict[str, Any]] = []
     altered: list[dict[str, Any]] = []

@@ -17,7 +17,9 @@ from civicsetu_pipelines.graph import (
     UnitIndex,
     amendment_edges,
     build_edges,
+    cited_from_elsewhere,
     document_rows,
+    edge_documents,
     export_csv,
     prescribed_matters,
     read_snapshot,
@@ -25,8 +27,9 @@ from civicsetu_pipelines.graph import (
     replace_edges,
     stored_act_chunks,
     sync_to_neo4j,
+    unit_labels,
 )
-from civicsetu_pipelines.ingest import load_curated_derivations, load_registry
+from civicsetu_pipelines.ingest import CITED_KINDS, load_curated_derivations, load_registry
 from civicsetu_pipelines.store import record_set_asides, served_on
 
 UNRESOLVED_LIMIT = 0.05
@@ -92,30 +95,52 @@ def graph_edges(
     jurisdiction = context.partition_key
     registry = load_registry()
     act_key = act_document_key()
+    specs = registry.documents(jurisdiction)
+    registered = [s.key for s in specs]
+    doc_types = {spec.key: str(spec.doc_type) for spec in registry.documents()}
     rows = section_chunks.to_dict("records")
     # the graph of what is served today; the amended and repealed texts keep their AMENDED_BY
     # and REPEALED_BY edges (history)
     chunks = [r for r in rows if served_on(r)]
     dated = amendment_edges(rows)
+    loaded = {str(c["document_key"]) for c in chunks}
     with postgres.connect() as conn:
-        # The graph is the graph of what is served: a document this run did not load (its
-        # fetch failed, or it was set aside by a blocking check) keeps its previous rows, so
-        # its edges come from them.
-        loaded = {str(c["document_key"]) for c in chunks}
-        kept = [s.key for s in registry.documents(jurisdiction) if s.key not in loaded]
-        served = conn.execute(
-            "SELECT document_key, chunk_id::text, label, section_label, text, unit, "
-            "parent_id::text, ordinal, title, chapter, jurisdiction FROM legal_chunks "
-            "WHERE status = 'current' AND document_key = ANY(%s)",
-            (kept,),
-        ).fetchall() if kept else []  # fmt: skip
-        if served:
-            chunks += [dict(zip(SERVED_NAMES, row, strict=True)) for row in served]
-            context.log.info(f"edges of {sorted({r[0] for r in served})} from their served rows")
+        # Issue 46: the edges of the documents this run loaded are made again, the others' stay.
+        # The whole graph is made again when one of them is a document others' references
+        # resolve into (the Act, rules, regulations), when other documents' edges point into
+        # one of them or into a removed document, or when every document was processed.
+        removed = sorted(edge_documents(conn, jurisdiction) - set(registered))
+        kept = [key for key in registered if key not in loaded]
+        whole = (
+            not kept
+            or any(doc_types.get(key) in CITED_KINDS for key in loaded)
+            or bool(cited_from_elsewhere(conn, jurisdiction, sorted(loaded | set(removed))))
+        )
+        if whole:
+            # a document this run did not load (left as it was, its fetch failed, or it was
+            # set aside) keeps its previous rows, so its edges come from them
+            served = conn.execute(
+                "SELECT document_key, chunk_id::text, label, section_label, text, unit, "
+                "parent_id::text, ordinal, title, chapter, jurisdiction FROM legal_chunks "
+                "WHERE status = 'current' AND document_key = ANY(%s)",
+                (kept,),
+            ).fetchall() if kept else []  # fmt: skip
+            if served:
+                chunks += [dict(zip(SERVED_NAMES, row, strict=True)) for row in served]
+                context.log.info(f"edges of {len({r[0] for r in served})} documents left as "
+                                 "they were, from their served rows")  # fmt: skip
+        else:
+            context.log.info(f"edges of the {len(loaded)} documents loaded in this run; the "
+                             f"other {len(kept)} documents' edges stay as they are")  # fmt: skip
         labels_by_document: dict[str, list[tuple[str, str]]] = {}
         for chunk in chunks:
             labels_by_document.setdefault(str(chunk["document_key"]), []).append(
                 (str(chunk["label"]), str(chunk["chunk_id"]))
+            )
+        rules = sorted(k for k in registered if doc_types.get(k) == "rules")
+        if not whole:  # the rules an order's "rule N" resolves into, as they are served
+            labels_by_document.update(
+                unit_labels(conn, [k for k in rules if k not in labels_by_document])
             )
         indexes = {key: UnitIndex.from_chunks(pairs) for key, pairs in labels_by_document.items()}
         act = [c for c in chunks if c["document_key"] == act_key] or stored_act_chunks(
@@ -129,7 +154,6 @@ def graph_edges(
                     f"{act_key} is not in the store yet: references to Act sections stay "
                     "unresolved until CENTRAL is materialized"
                 )
-        doc_types = {spec.key: str(spec.doc_type) for spec in registry.documents()}
         sections = {
             str(c["section_label"]): (_text(c.get("title")), _text(c.get("chapter")))
             for c in act if c["unit"] == "section"
@@ -147,9 +171,11 @@ def graph_edges(
             matters=MatterIndex.build(
                 matters, {label: title or "" for label, (title, _) in sections.items()}
             ),
+            rules_documents=None if whole else [k for k in rules if k in indexes],
         )
         build.edges += dated
-        written = replace_edges(conn, jurisdiction, build.edges, document_rows(build))
+        scope = None if whole else sorted(loaded | set(removed))
+        written = replace_edges(conn, jurisdiction, build.edges, document_rows(build), only=scope)
         record_set_asides(conn, jurisdiction, "graph", build.set_aside)
     for aside in build.set_aside:
         context.log.error(f"{aside.document_key}: its edges set aside: {aside.reason()}")
@@ -158,15 +184,23 @@ def graph_edges(
     coverage = build.derivation_coverage()
     missing = build.missing_targets()
     curated_used = sum(1 for e in build.edges if e.basis == "curated")
+    picture_path = corpus.reports / "graph" / f"{jurisdiction}.png"
+    # the picture shows rules and the Act: made again when the whole graph is
     picture = render_network(
         [dataclasses.asdict(edge) for edge in build.edges],
         title=f"{jurisdiction}: rules and the Act sections they cite or derive from",
-        out_path=corpus.reports / "graph" / f"{jurisdiction}.png",
+        out_path=picture_path,
         act_document=act_key,
-    )
+    ) if whole or not picture_path.exists() else None  # fmt: skip
+    network = {} if picture is None else {
+        "network": dg.MetadataValue.md(picture.markdown()),
+        "network_png": dg.MetadataValue.path(str(picture.path)),
+    }  # fmt: skip
     yield dg.MaterializeResult(
         metadata={
             "edges": written,
+            "documents_linked": len(loaded) if not whole else len(set(registered)),
+            "whole_graph": whole,
             **{f"edges_{kind.lower()}": n for kind, n in sorted(counts.items())},
             "derived_from_curated": curated_used,
             "unresolved": len(build.unresolved),
@@ -174,8 +208,7 @@ def graph_edges(
             "missing_targets": dg.MetadataValue.json(missing),
             "derivation_coverage": dg.MetadataValue.json(coverage),
             "unresolved_sample": dg.MetadataValue.json(build.unresolved[:50]),
-            "network": dg.MetadataValue.md(picture.markdown()),
-            "network_png": dg.MetadataValue.path(str(picture.path)),
+            **network,
         }
     )
     yield set_aside_check(build.set_aside)

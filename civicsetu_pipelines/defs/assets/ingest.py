@@ -12,9 +12,10 @@ from typing import Any
 
 import dagster as dg
 import pandas as pd
+from pydantic import Field
 
-from civicsetu_pipelines.base import SetAside, by_document, contained
-from civicsetu_pipelines.defs.assets import EAGER, OWNERS
+from civicsetu_pipelines.base import SetAside, by_document, code_hash, contained, output_settings
+from civicsetu_pipelines.defs.assets import EAGER, OWNERS, act_document_key
 from civicsetu_pipelines.defs.partitions import jurisdiction_partitions
 from civicsetu_pipelines.defs.resources import CorpusResource, PostgresResource
 from civicsetu_pipelines.ingest import (
@@ -22,25 +23,35 @@ from civicsetu_pipelines.ingest import (
     DOCUMENTS,
     PAGES,
     DocumentSpec,
+    Instrument,
     RuleResult,
+    ServedDocument,
     TableSchema,
     amend_partition,
     amendable_titles,
+    amendment_closure,
     chunk_rows,
+    document_fingerprint,
     failed_report,
     fetch_rows,
     instrument_of,
     load_registry,
     page_records,
     parse_rows_cached,
+    plan_work,
     set_aside_documents,
     validate,
+    work_context,
 )
 
 # Structure checks whose failures another asset check already reports: a unit the document's
 # forms cite but it lacks is a missing REFERENCES target (graph_edges:missing_targets, named
 # with where it is cited); `civicsetu inspect` still shows it.
 GRAPH_CHECKED = frozenset({"cited_units"})
+# The columns of a parsed_pages frame without a page (the run processed no document)
+EMPTY_PAGES = ["document_key", "jurisdiction", "page", "text", "error", "flags"]
+# The asset that records what a run served: a run without it leaves no document as it was.
+SERVED = dg.AssetKey("served_documents")
 
 
 def _dated(row: dict[str, Any]) -> dict[str, Any]:
@@ -110,6 +121,16 @@ def _check_results(
     return out
 
 
+class WorkConfig(dg.Config):
+    """Which documents a jurisdiction's run processes."""
+
+    every_document: bool = Field(
+        default=False,
+        description="Process every document of the jurisdiction, not only those whose "
+        "fingerprint changed (`civicsetu materialize --force`)",
+    )
+
+
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     io_manager_key="parquet_io",
@@ -125,16 +146,57 @@ def _check_results(
         )
     ],
 )
-def raw_pdfs(context: dg.AssetExecutionContext, corpus: CorpusResource):
-    """Gazette PDFs of the jurisdiction, verified against their pinned sha256.
+def raw_pdfs(
+    context: dg.AssetExecutionContext,
+    config: WorkConfig,
+    corpus: CorpusResource,
+    postgres: PostgresResource,
+):
+    """Gazette PDFs of the jurisdiction, verified against their pinned sha256, each with the
+    run's plan for it (``work``: process or keep, and why).
 
     Offline mirror directories first, then the registry's download URLs (timeouts, retries,
-    size cap, conditional GET). Bytes are kept content-addressed under the state directory.
+    size cap, conditional GET). Bytes are kept content-addressed under the state directory. A
+    document whose fingerprint is the one it is served with is left as it is (issue 46,
+    :mod:`civicsetu_pipelines.ingest.worklist`); the steps after this one take only the
+    documents to process.
     """
-    specs = _specs(context.partition_key)
+    from civicsetu_pipelines.store import read_served, served_fingerprint_of
+
+    jurisdiction = context.partition_key
+    specs = _specs(jurisdiction)
     rows = fetch_rows(
         specs, mirror_dirs=corpus.mirrors(), cache_dir=corpus.pdf_cache, offline=corpus.offline
     )
+    act_key = act_document_key()
+    act_here = any(spec.key == act_key for spec in specs)
+    # A document is left as it was only by a run that records what it serves (served_documents
+    # in its selection); a run of some assets only (tests, the UI) processes every document.
+    selection = context.run.asset_selection
+    every = config.every_document or not (not selection or SERVED in selection)
+    served: dict[str, ServedDocument] = {}
+    act = None
+    if not every:
+        with postgres.connect() as conn:
+            served = read_served(conn, jurisdiction)
+            act = None if act_here else served_fingerprint_of(conn, act_key)
+    work = work_context(code_hash(), output_settings(), act)
+    by_key = {spec.key: spec for spec in specs}
+    fingerprints = {
+        row["document_key"]: document_fingerprint(
+            by_key[row["document_key"]].model_dump(mode="json"), row["sha256"], work
+        )
+        if row["status"] == "ok" else None
+        for row in rows
+    }  # fmt: skip
+    plan = plan_work([spec.key for spec in specs], fingerprints, served, every=every)
+    for row in rows:
+        key = row["document_key"]
+        row["fingerprint"] = fingerprints[key]
+        row["work"] = "process" if key in plan.reasons else "keep"
+        row["reason"] = plan.reasons.get(key)
+        row["served_targets"] = json.dumps(list(served[key].targets) if key in served else [])
+    context.log.info(f"{jurisdiction}: {plan.summary()}")
     frame = pd.DataFrame(rows)
     failed = frame[frame["status"] == "failed"]
     for _, row in failed.iterrows():
@@ -143,9 +205,15 @@ def raw_pdfs(context: dg.AssetExecutionContext, corpus: CorpusResource):
         frame,
         metadata={
             "documents": len(frame),
+            "to_process": len(plan.process),
+            "left_as_they_were": len(plan.keep),
+            "removed": dg.MetadataValue.json(plan.removed),
             "failed": len(failed),
             "bytes": int(frame["bytes"].fillna(0).sum()),
-            "documents_table": _markdown(frame, ["document_key", "status", "sha256", "source"]),
+            "documents_table": _markdown(
+                frame[frame["work"] == "process"],
+                ["document_key", "reason", "status", "sha256", "source"],
+            ),
         },
     )
     yield dg.AssetCheckResult(
@@ -185,7 +253,9 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
     registry = load_registry()
     rows: list[dict[str, Any]] = []
     errors: list[str] = []
-    fetched = raw_pdfs[raw_pdfs["status"] == "ok"] if not raw_pdfs.empty else raw_pdfs
+    # the documents this run processes (raw_pdfs' plan); the others stay as they are served
+    fetched = (raw_pdfs[(raw_pdfs["status"] == "ok") & (raw_pdfs["work"] == "process")]
+               if not raw_pdfs.empty else raw_pdfs)  # fmt: skip
     for index, (_, doc) in enumerate(fetched.iterrows(), 1):
         spec = registry.get(doc["document_key"])
         # said before the work: a scan's OCR takes minutes, and the progress line shows this
@@ -216,13 +286,16 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
                 "error": error,
             }
         )
-    frame = pd.DataFrame(rows)
+    # no document to parse (every one left as it was): the columns the next steps read
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=EMPTY_PAGES)
     ok = frame[frame["error"].isna()] if not frame.empty else frame
     flags = [set(json.loads(f)) for f in ok["flags"]] if not ok.empty else []
     needs_ocr = sum("needs_ocr" in f for f in flags)
     yield dg.Output(
         frame,
         metadata={
+            "documents": len(fetched),
+            "left_as_they_were": int((raw_pdfs["work"] == "keep").sum()) if len(raw_pdfs) else 0,
             "pages": len(ok),
             "ocr_pages": sum("ocr" in f for f in flags),
             "ocr_unread_pages": sum("ocr_unread" in f for f in flags),
@@ -309,45 +382,81 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
         ),
     ],
 )
-def section_chunks(context: dg.AssetExecutionContext, parsed_pages: pd.DataFrame):
+def section_chunks(
+    context: dg.AssetExecutionContext,
+    raw_pdfs: pd.DataFrame,
+    parsed_pages: pd.DataFrame,
+    corpus: CorpusResource,
+):
     """Cut each document into legal units (sections, rules, questions, forms) and split long
-    units along their own numbering; ids are UUID5 of (document, unit, legal path)."""
+    units along their own numbering; ids are UUID5 of (document, unit, legal path). The
+    documents this run processes come with their amendment family (the instruments that amend
+    them and the documents they amend, read from their cached parse): an amended unit's points
+    in time are made from every instrument that amends it."""
     registry = load_registry()
     chunks: list[dict[str, Any]] = []
     reports: list[dict[str, Any]] = []
-    instruments = []
+    instruments: list[Instrument] = []
     asides: list[SetAside] = []
     titles = amendable_titles(registry.documents(context.partition_key))
     ok = parsed_pages[parsed_pages["error"].isna()] if not parsed_pages.empty else parsed_pages
+    pages_of = {str(k): page_records(g.sort_values("page").to_dict("records"))
+                for k, g in ok.groupby("document_key", sort=True)}  # fmt: skip
+    fetched = {r["document_key"]: r for r in raw_pdfs.to_dict("records") if r["status"] == "ok"}
+    served_targets = {k: json.loads(r["served_targets"]) for k, r in fetched.items()}
+    targets: dict[str, list[str]] = {}
+    family: dict[str, str] = {}
+    seen: set[str] = set()
     # A document is the unit of failure: an exception in its structure or in reading it as an
     # instrument sets it aside (named with the step, the error and where), and the others load.
-    for key, group in ok.groupby("document_key", sort=True):
-        spec = registry.get(str(key))
-        pages = page_records(group.sort_values("page").to_dict("records"))
-        built, aside = contained("structure", spec.key, partial(chunk_rows, spec, pages))
-        if built is None:
-            assert aside is not None
-            asides.append(aside)
-            reports.append(failed_report(spec, pages, aside.reason()))
-            continue
-        rows, report = built
-        context.log.info(
-            f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
-            f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
-        )
-        step = partial(
-            instrument_of, spec.key, spec.title, spec.effective_date,
-            [(int(p["page"]), str(p["text"] or "")) for p in pages], kind=str(spec.doc_type),
-            amends=spec.amends, repeals=spec.repeals, titles=titles,
-        )  # fmt: skip
-        instrument, aside = contained("amendments", spec.key, step)
-        reports.append(report)
-        if aside is not None:
-            asides.append(aside)
-            continue
-        chunks.extend(rows)
-        if instrument is not None:
-            instruments.append(instrument)
+    while todo := sorted(k for k in [*pages_of, *family] if k not in seen):
+        for key in todo:
+            seen.add(key)
+            spec = registry.get(key)
+            if key not in pages_of:  # of the amendment family: its parse is cached
+                row = fetched[key]
+                parse = partial(parse_rows_cached, spec, Path(row["path"]), row["sha256"],
+                                corpus.parse_cache, ocr=corpus.ocr)  # fmt: skip
+                parsed, aside = contained("parse", key, parse)
+                if parsed is None:
+                    assert aside is not None
+                    asides.append(aside)
+                    continue
+                pages_of[key] = page_records(parsed[0])
+                context.log.info(f"{key}: processed with its amendment family ({family[key]})")
+            pages = pages_of[key]
+            built, aside = contained("structure", spec.key, partial(chunk_rows, spec, pages))
+            if built is None:
+                assert aside is not None
+                asides.append(aside)
+                reports.append(failed_report(spec, pages, aside.reason()))
+                continue
+            rows, report = built
+            context.log.info(
+                f"{key}: {report['sections']} numbered units, {report['chunks']} chunks, "
+                f"coverage {report['coverage']:.4f}, gaps {report['gaps']}"
+            )
+            step = partial(
+                instrument_of, spec.key, spec.title, spec.effective_date,
+                [(int(p["page"]), str(p["text"] or "")) for p in pages], kind=str(spec.doc_type),
+                amends=spec.amends, repeals=spec.repeals, titles=titles,
+            )  # fmt: skip
+            instrument, aside = contained("amendments", spec.key, step)
+            targets[key] = ([*instrument.amends, *instrument.repeals]
+                            if instrument is not None else [])  # fmt: skip
+            report["targets"] = json.dumps(targets[key])
+            report["work_reason"] = family.get(key)
+            reports.append(report)
+            if aside is not None:
+                asides.append(aside)
+                continue
+            chunks.extend(rows)
+            if instrument is not None:
+                instruments.append(instrument)
+        # what amendments tie to the documents processed so far (issue 46: documents as the
+        # unit of work; the rest stay as they are served)
+        ties = amendment_closure(seen, {**served_targets, **targets})
+        family.update({k: why for k, why in ties.items() if k in fetched and k not in family})
     # Amending and repealing instruments: the units they change get points in time
     amended = amend_partition(chunks, instruments)
     asides += amended.set_aside
@@ -470,8 +579,8 @@ def document_catalog(
     postgres: PostgresResource,
 ) -> pd.DataFrame:
     """Per-document ingestion summary in Postgres (``documents``, ``document_units``): what
-    ``civicsetu stats`` and ``civicsetu sections`` read. Replaced per jurisdiction in one
-    transaction."""
+    ``civicsetu stats`` and ``civicsetu sections`` read. The rows of the documents this run
+    processed (and of those no longer registered) are replaced in one transaction."""
     from civicsetu_pipelines.store import (
         build_catalog_rows,
         replace_jurisdiction,
@@ -480,16 +589,21 @@ def document_catalog(
 
     registry = load_registry()
     jurisdiction = context.partition_key
+    specs = registry.documents(jurisdiction)
+    # the rows of the documents this run processed; the others' rows stay as they are
+    processed = set(raw_pdfs.loc[raw_pdfs["work"] == "process", "document_key"]) if len(
+        raw_pdfs) else set()  # fmt: skip
     docs, units = build_catalog_rows(
-        registry.documents(jurisdiction), raw_pdfs, parsed_pages, document_structure
+        [s for s in specs if s.key in processed], raw_pdfs, parsed_pages, document_structure
     )
     with postgres.connect() as conn:
-        replace_jurisdiction(conn, jurisdiction, docs, units)
+        replace_jurisdiction(conn, jurisdiction, docs, units, registered=[s.key for s in specs])
         pages = store_pages(conn, docs, parsed_pages)
     frame = pd.DataFrame(docs)
     context.add_output_metadata(
         {
             "documents": len(frame),
+            "left_as_they_were": len(specs) - len(frame),
             "pages_stored": pages,
             "failed": int((frame["ingest_status"] == "failed").sum()) if not frame.empty else 0,
             "summary": _markdown(

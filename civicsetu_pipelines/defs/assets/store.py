@@ -83,8 +83,12 @@ def chunk_embeddings(
     encoded."""
     config = embedder.config()
     model_id = config.model_id
+    if section_chunks.empty:  # no document processed in this run: nothing to embed
+        section_chunks = pd.DataFrame(
+            columns=["chunk_id", "document_key", "label", "title", "text"]
+        )
     texts = [document_text(row.label, row.title, row.text) for row in section_chunks.itertuples()]
-    keys = section_chunks["document_key"].astype(str).tolist() if len(section_chunks) else []
+    keys = section_chunks["document_key"].astype(str).tolist()
     started = time.monotonic()
     with postgres.connect() as conn:
         cached, embedded_now, asides = embed_documents(context, conn, embedder, keys, texts)
@@ -238,6 +242,9 @@ def legal_chunks(
     jurisdiction = context.partition_key
     registry = load_registry()
     config = embedder.config()
+    if section_chunks.empty:  # no document processed in this run: nothing to load
+        section_chunks = pd.DataFrame(columns=["chunk_id", "document_key", "flags"])
+        chunk_embeddings = pd.DataFrame(columns=["chunk_id", "embedding"])
     merged = section_chunks.merge(chunk_embeddings, on="chunk_id", how="left", validate="1:1")
     if merged["embedding"].isna().any():
         # a document chunk_embeddings set aside (its check names why) is not loaded: its
