@@ -130,6 +130,12 @@ def materialize(
         state = "[green]ok[/green]" if outcome.status == "ok" else "[red]FAILED[/red]"
         ran_on = f", steps on {', '.join(outcome.workers)}" if outcome.workers else ""
         console.print(f"{prefix} {state} in {outcome.seconds:.1f}s (run {outcome.run_id}{ran_on})")
+        served = outcome.metadata.get("served_documents")
+        if served:  # the documents as the unit of work: which it processed, which it left
+            unserved = served.get("failed_or_set_aside") or []
+            console.print(f"    documents: {served.get('processed', 0)} processed "
+                          f"({len(unserved)} failed or set aside), "
+                          f"{served.get('left_as_they_were', 0)} left as they were")  # fmt: skip
         if outcome.error:
             console.print(f"    [red]{outcome.error}[/red]")
         for asset, check, severity in outcome.failed_checks:

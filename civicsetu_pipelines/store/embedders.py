@@ -34,7 +34,31 @@ def open_embedder(
     runtime's intra-op threads (1 suits one short query on a busy machine; None: all cores)."""
     if config.runtime == "torch":
         return Embedder(config, models_dir, threads)
+    if config.runtime == "standin":
+        return StandInEmbedder(config, models_dir, threads)
     return OnnxEmbedder(config, models_dir, threads)
+
+
+class StandInEmbedder(OnnxEmbedder):
+    """A named fast stand-in for the model (``CIVICSETU_EMBED_RUNTIME=standin``), for
+    benchmarks only: the same tokenizer and windows as the ONNX runtime, each window's vector
+    its words hashed into the model's dimension (signed, normalized). Its vectors carry the
+    ``|standin`` mark in their model id, so they never mix with the model's. Measures the
+    pipeline's own cost at a size the real encoder cannot reach on this machine."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import hashlib
+        import re
+
+        out = np.zeros((len(texts), self.config.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                out[row, value % self.config.dimension] += 1.0 if value >> 63 else -1.0
+            norm = float(np.linalg.norm(out[row]))
+            out[row] = out[row] / norm if norm else 1.0 / np.sqrt(self.config.dimension)
+        return out
 
 
 _ERRORS: dict[str, type[Exception]] = {

@@ -49,7 +49,9 @@ log = logging.getLogger(__name__)
 
 MODELS_FILE = DATA_DIR / "models.yaml"  # the packaged models
 DEFAULT_DIMENSION = 384  # of a model that is not in the table, unless configured
-RUNTIMES = ("onnx", "torch")
+# "standin": the ONNX runtime's tokenizer and windows, its model replaced by hashed words (a
+# named fast stand-in for benchmarks at a size the model cannot reach here: bench_large)
+RUNTIMES = ("onnx", "torch", "standin")
 
 
 class ModelError(RuntimeError):
@@ -223,7 +225,8 @@ class EmbeddingConfig:
         packaged = self.packaged
         name = packaged.model_id if packaged else self.model
         prefix = hashlib.sha256(self.document_prefix.encode()).hexdigest()[:8]
-        return f"{name}|d={self.dimension}|p={prefix}"
+        standin = "|standin" if self.runtime == "standin" else ""  # never the model's vectors
+        return f"{name}|d={self.dimension}|p={prefix}{standin}"
 
     @property
     def is_packaged(self) -> bool:

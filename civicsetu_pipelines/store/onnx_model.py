@@ -133,7 +133,10 @@ def export_dir(config: EmbeddingConfig, models_dir: Path) -> Path:
 
 def export_pending(config: EmbeddingConfig, models_dir: Path) -> bool:
     """Whether the first use of the configured model will export it (seconds, with torch)."""
-    return config.runtime == "onnx" and not (export_dir(config, models_dir) / "meta.json").is_file()
+    return (
+        config.runtime in ("onnx", "standin")
+        and not (export_dir(config, models_dir) / "meta.json").is_file()
+    )
 
 
 def ensure_onnx_model(config: EmbeddingConfig, models_dir: Path) -> Path:

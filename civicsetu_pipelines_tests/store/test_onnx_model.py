@@ -177,3 +177,28 @@ def test_a_missing_export_is_made_on_first_use(packaged_models_dir: Path, tmp_pa
         "refund with interest"
     )
     assert float(vector @ reference) >= MIN_COSINE
+
+
+def test_the_standin_is_marked_windowed_as_the_model_and_normalized(
+    packaged_models_dir: Path, onnx_embedder: OnnxEmbedder
+) -> None:
+    """bench_large's fast stand-in (issue 46): the model's windows, its own model id, unit
+    vectors that are the same every time and nearer for texts that share words."""
+    import dataclasses
+
+    from civicsetu_pipelines.store.embedders import StandInEmbedder
+
+    config = dataclasses.replace(EmbeddingConfig(), runtime="standin")
+    assert config.model_id == EmbeddingConfig().model_id + "|standin"
+    standin = open_embedder(config, packaged_models_dir)
+    assert isinstance(standin, StandInEmbedder)
+    text = long_text()
+    assert standin.windows(text) == onnx_embedder.windows(text)
+    texts = ["The promoter shall refund the amount with interest.",
+             "The promoter shall refund the amount with interest within 45 days.",
+             "Form C is the registration certificate of a project.", text]  # fmt: skip
+    vectors, windows = standin.embed_documents(texts)
+    assert windows == onnx_embedder.embed_documents(texts)[1]
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors, standin.embed_documents(texts)[0])
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
