@@ -15,6 +15,12 @@ UNPARTITIONED = ("answers", "prescribed_matters", "state_divergences", "training
 # golden_eval_all scores them all again after the partitions); materialized per partition from
 # the UI or by declarative automation.
 EVALUATION_PER_PARTITION = ("golden_eval_scores",)
+# Per-jurisdiction exports of everything a jurisdiction holds, whatever changed: left out of
+# ingest_job, so that a run costs what changed (issue 46: graph_export re-read and re-wrote a
+# 1,000-document state's whole graph, 3 s of an 11 s run for one new order, growing with the
+# state); materialized from the UI or by declarative automation, and `civicsetu graph export`
+# writes the same files on demand.
+EXPORTS_PER_PARTITION = ("graph_export",)
 
 
 def build_answers_job() -> dg.UnresolvedAssetJobDefinition:
@@ -45,10 +51,11 @@ def build_evaluation_job() -> dg.UnresolvedAssetJobDefinition:
 
 
 def build_ingest_job(*, neo4j_enabled: bool) -> dg.UnresolvedAssetJobDefinition:
-    """Every asset of a jurisdiction but its evaluation (:data:`EVALUATION_PER_PARTITION`);
+    """Every asset of a jurisdiction but its evaluation and exports
+    (:data:`EVALUATION_PER_PARTITION`, :data:`EXPORTS_PER_PARTITION`);
     ``neo4j_graph`` only when a Neo4j server is configured."""
     selection: dg.AssetSelection = dg.AssetSelection.all() - dg.AssetSelection.assets(
-        *UNPARTITIONED, *EVALUATION_PER_PARTITION
+        *UNPARTITIONED, *EVALUATION_PER_PARTITION, *EXPORTS_PER_PARTITION
     )
     note = ""
     if not neo4j_enabled:

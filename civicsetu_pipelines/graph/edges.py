@@ -542,11 +542,12 @@ def replace_edges(
             "AND (%s::text[] IS NULL OR source_document = ANY(%s))",
             (jurisdiction, keys, keys),
         )
-        cur.executemany(
-            f"INSERT INTO graph_edges (jurisdiction, {', '.join(EDGE_FIELDS)}) "
-            f"VALUES (%s, {', '.join(['%s'] * len(EDGE_FIELDS))})",
-            rows,
-        )
+        # COPY: a cold state of 1,000 orders has ~200,000 edges (executemany took 115 s)
+        with cur.copy(
+            f"COPY graph_edges (jurisdiction, {', '.join(EDGE_FIELDS)}) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(row)
         cur.execute(
             "DELETE FROM graph_documents WHERE jurisdiction = %s "
             "AND (%s::text[] IS NULL OR document_key = ANY(%s))",

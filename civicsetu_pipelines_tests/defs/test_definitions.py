@@ -91,7 +91,10 @@ def test_neo4j_is_left_out_of_the_job_and_says_why_when_not_configured(
     built = build_definitions()
     job = built.resolve_job_def("ingest_job")
     names = {node.name for node in job.graph.node_defs}
-    assert "graph_edges" in names and "graph_export" in names
+    assert "graph_edges" in names and "served_documents" in names
+    # an export of the whole jurisdiction is no part of a run that costs what changed
+    assert "graph_export" not in names
+    assert "graph_export" in {key.to_user_string() for key in built.resolve_all_asset_keys()}
     assert "neo4j_graph" not in names
     assert "NEO4J_URI is not set" in (job.description or "")
     graph = built.get_repository_def().asset_graph
