@@ -381,8 +381,10 @@ def _entries(path: Path) -> list[dict[str, Any]]:
 def _write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
     header = ("# Documents added with `civicsetu documents add` (same schema as the shipped "
               "data/documents.yaml).\n")  # fmt: skip
-    body = yaml.safe_dump({"schema_version": SCHEMA_VERSION, "documents": entries},
-                          sort_keys=False, allow_unicode=True)  # fmt: skip
+    # libyaml's emitter when PyYAML has it: `documents add` rewrites the whole user registry
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump({"schema_version": SCHEMA_VERSION, "documents": entries}, Dumper=dumper,
+                     sort_keys=False, allow_unicode=True)  # fmt: skip
     write_atomic(path, (header + body).encode("utf-8"))
 
 
