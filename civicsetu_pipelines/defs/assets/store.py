@@ -371,24 +371,30 @@ def _store_checks(
             (config.model_id, loaded),
         )
         current, unembedded, off_norm = cur.fetchone()
+        # The integrity checks read the rows of the documents this run loaded (a duplicate or
+        # an orphan a load makes involves one of its rows; the others' rows were checked by the
+        # runs that loaded them): a run costs what changed (issue 46).
         cur.execute(
             "SELECT count(*) FROM (SELECT chunk_id FROM legal_chunks WHERE status = 'current' "
-            "GROUP BY chunk_id HAVING count(*) > 1) d"
+            "AND chunk_id IN (SELECT chunk_id FROM legal_chunks WHERE status = 'current' AND "
+            "document_key = ANY(%s)) GROUP BY chunk_id HAVING count(*) > 1) d",
+            (loaded,),
         )
         duplicates = cur.fetchone()[0]
         cur.execute(
             "SELECT count(*) FROM legal_chunks c LEFT JOIN document_versions v "
-            "ON v.version_id = c.version_id WHERE c.jurisdiction = %s AND (v.version_id IS NULL "
-            "OR v.document_key <> c.document_key OR (c.status = 'current' AND v.status <> "
-            "'current'))",
-            (jurisdiction,),
+            "ON v.version_id = c.version_id WHERE c.jurisdiction = %s AND c.document_key = "
+            "ANY(%s) AND (v.version_id IS NULL OR v.document_key <> c.document_key OR "
+            "(c.status = 'current' AND v.status <> 'current'))",
+            (jurisdiction, loaded),
         )
         orphan_versions = cur.fetchone()[0]
         cur.execute(
-            "SELECT count(*) FROM legal_chunks c WHERE c.jurisdiction = %s AND c.status = "
-            "'current' AND c.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM legal_chunks p "
-            "WHERE p.chunk_id = c.parent_id AND p.status = 'current')",
-            (jurisdiction,),
+            "SELECT count(*) FROM legal_chunks c WHERE c.jurisdiction = %s AND c.document_key = "
+            "ANY(%s) AND c.status = 'current' AND c.parent_id IS NOT NULL AND NOT EXISTS "
+            "(SELECT 1 FROM legal_chunks p WHERE p.chunk_id = c.parent_id AND p.status = "
+            "'current')",
+            (jurisdiction, loaded),
         )
         orphan_parents = cur.fetchone()[0]
     plan = explain_nearest(conn, config.dimension)
