@@ -67,13 +67,18 @@ class Change:
 _SNAPSHOT = (
     "SELECT chunk_id::text, document_key, label, "
     "encode(sha256(convert_to(text, 'UTF8')), 'hex'), amendment FROM legal_chunks "
-    "WHERE jurisdiction = %s AND status = 'current'"
+    "WHERE jurisdiction = %s AND status = 'current' "
+    "AND (%s::text[] IS NULL OR document_key = ANY(%s))"
 )
 
 
-def snapshot(cur: psycopg.Cursor[Any], jurisdiction: str) -> dict[str, Unit]:
-    """The current units of ``jurisdiction`` by chunk id, each with the sha256 of its text."""
-    cur.execute(_SNAPSHOT, (jurisdiction,))
+def snapshot(
+    cur: psycopg.Cursor[Any], jurisdiction: str, documents: Sequence[str] | None = None
+) -> dict[str, Unit]:
+    """The current units of ``jurisdiction`` (of its ``documents`` only, when given: a load's,
+    issue 46) by chunk id, each with the sha256 of its text."""
+    keys = None if documents is None else list(documents)
+    cur.execute(_SNAPSHOT, (jurisdiction, keys, keys))
     return {
         str(cid): Unit(str(cid), str(doc), str(label), str(sha), _as_dict(amendment))
         for cid, doc, label, sha, amendment in cur.fetchall()
@@ -159,11 +164,16 @@ def _ended_by(cur: psycopg.Cursor[Any], chunk_ids: Sequence[str]) -> dict[str, s
 
 
 def record_unit_changes(
-    cur: psycopg.Cursor[Any], jurisdiction: str, before: Mapping[str, Unit], run_id: str
+    cur: psycopg.Cursor[Any],
+    jurisdiction: str,
+    before: Mapping[str, Unit],
+    run_id: str,
+    documents: Sequence[str] | None = None,
 ) -> list[Change]:
     """Record, in the caller's transaction, what changed in ``jurisdiction``'s current units
-    since the snapshot ``before``; returns the changes."""
-    after = snapshot(cur, jurisdiction)
+    (of its ``documents``, as ``before`` was taken) since the snapshot ``before``; returns the
+    changes."""
+    after = snapshot(cur, jurisdiction, documents)
     ended_by = _ended_by(cur, [cid for cid in before if cid not in after])
     changes = unit_changes(jurisdiction, before, after, ended_by)
     record_changes(cur, run_id, changes)

@@ -351,7 +351,15 @@ def load_partition(
     prepare(conn)
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
-        before = snapshot(cur, jurisdiction)
+        # what a load can change: its documents' units and those of documents no longer
+        # registered (retired below); the others' are not read (issue 46)
+        cur.execute(
+            "SELECT DISTINCT document_key FROM legal_chunks WHERE jurisdiction = %s AND "
+            "status = 'current' AND NOT (document_key = ANY(%s))",
+            (jurisdiction, list(registry_keys)),
+        )
+        scope = sorted(loaded_keys | {str(row[0]) for row in cur.fetchall()})
+        before = snapshot(cur, jurisdiction, scope)
         _stage(cur, assign_eids(chunks))
         for doc in documents:
             version_id, valid_from = _version_for(cur, jurisdiction, doc, today, stats)
@@ -376,7 +384,9 @@ def load_partition(
         for key, rows in _retire_absent(cur, jurisdiction, registry_keys, None, today).items():
             stats.superseded += rows
             stats.retired_documents.append(key)
-        stats.changes = record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
+        stats.changes = record_unit_changes(
+            cur, jurisdiction, before, run_id or _run_id(), documents=scope
+        )
         _set_setting(cur, f"loaded:{jurisdiction}", dt.datetime.now(dt.UTC).isoformat())
     # Issue 46: the jurisdiction's own HNSW index, created past PARTIAL_INDEX_MIN_ROWS current
     # rows, dropped below (after the load's transaction block; partial_indexes.sync_partial_index).
