@@ -54,6 +54,7 @@ from civicsetu_pipelines.store.partial_indexes import (
     read_scope,
     sync_partial_index,
 )
+from civicsetu_pipelines.store.served_documents import forget_served
 
 HNSW_INDEX = "legal_chunks_embedding_hnsw"
 
@@ -442,13 +443,15 @@ def retire_documents(
     ``keep``; of ``only``, when given), as :func:`load_partition` retires them, under the same
     advisory lock: the next load of the jurisdiction finds nothing more to retire. Returns the
     rows ended, by document key (a document without a current version is not named). The units
-    it ended are recorded as run ``run_id``'s changes (``store_changes``)."""
+    it ended are recorded as run ``run_id``'s changes (``store_changes``), and their documents'
+    served fingerprints forgotten (``served_documents``: registered again, they are processed)."""
     today = today or dt.date.today()
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
         before = snapshot(cur, jurisdiction)
         retired = _retire_absent(cur, jurisdiction, keep, only, today)
         record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
+        forget_served(cur, jurisdiction, keep=keep, only=only)
         return retired
 
 

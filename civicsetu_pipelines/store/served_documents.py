@@ -9,7 +9,7 @@ from typing import Any
 
 import psycopg
 
-from civicsetu_pipelines.ingest.worklist import ServedDocument
+from civicsetu_pipelines.ingest import ServedDocument
 
 
 def read_served(conn: psycopg.Connection[Any], jurisdiction: str) -> dict[str, ServedDocument]:
@@ -74,3 +74,21 @@ def set_aside_keys(conn: psycopg.Connection[Any], jurisdiction: str) -> set[str]
             (jurisdiction,),
         )
         return {str(row[0]) for row in cur.fetchall()}
+
+
+def forget_served(
+    cur: psycopg.Cursor[Any],
+    jurisdiction: str,
+    *,
+    keep: Sequence[str],
+    only: Sequence[str] | None = None,
+) -> None:
+    """In the caller's transaction: forget the fingerprints of ``jurisdiction``'s documents not
+    in ``keep`` (of ``only``, when given), whose rows are being retired outside a run, so that
+    the same document registered again is processed again, not left as it was."""
+    only_keys = None if only is None else list(only)
+    cur.execute(
+        "DELETE FROM served_documents WHERE jurisdiction = %s AND NOT (document_key = ANY(%s)) "
+        "AND (%s::text[] IS NULL OR document_key = ANY(%s))",
+        (jurisdiction, list(keep), only_keys, only_keys),
+    )

@@ -185,3 +185,17 @@ def test_a_run_processes_what_changed_and_serves_what_every_document_serves(
     for name in ("units", "edges", "catalog", "fingerprints"):
         assert not [row for row in after[name] if "gj_order_2" in row[:2]], name
     assert state.run(every=True) and state.served() == after
+
+    # Removed between runs (`documents remove` retires its rows at once), then registered again
+    # as it was: processed again, not left as it was (its rows are gone).
+    from civicsetu_pipelines.store import retire_documents
+
+    entry = state.entries["gj_order_1"]
+    state.remove("gj_order_1")
+    with connect(state.env.database_url) as conn:
+        assert retire_documents(conn, J, keep=list(state.entries))
+    state.entries["gj_order_1"] = entry
+    state.env.write_registry(list(state.entries.values()))
+    back = state.run()
+    assert _processed(back) == {"gj_order_1": "served"}
+    assert state.served() == after
