@@ -63,3 +63,43 @@ def test_a_failure_that_does_not_block_keeps_every_document_and_shows_in_the_che
     assert reasons == {} and len(kept) == 2
     assert results is not None
     assert {r.rule.name for r in results if not r.success} == {"number_format"}
+
+
+def test_the_validator_process_gives_the_results_made_here_and_stops_cleanly(
+    monkeypatch,
+) -> None:
+    """Issue 46: Great Expectations imported in a process of its own (started by `materialize`
+    before it imports the definitions) validates as this process does; when that process is
+    gone, or a frame cannot be sent to it, the frame is validated here."""
+    import psutil
+
+    rows = [_chunk("a", 1), _chunk("a", 2), _chunk("b", 1), _chunk("b", 2)]
+    rows[3]["chunk_id"] = "b:1"  # fails unique_ids
+    rows[1]["number"] = "12345"  # fails number_format
+    frame = pd.DataFrame(rows)
+
+    def seen(results: list[quality.RuleResult]) -> list[tuple[object, ...]]:
+        return [(r.rule, r.success, r.unexpected_count, r.examples) for r in results]
+
+    here = seen(quality._validate_here(CHUNKS, frame))
+    assert {r[0].name for r in here if not r[1]} == {"unique_ids", "number_format"}
+    monkeypatch.setattr(quality, "_WORKER", None)
+    worker = quality.start_validator()
+    assert quality.start_validator() is worker  # one a process
+    process = psutil.Process(worker._process.pid)
+    try:
+        assert seen(worker.validate(CHUNKS, frame)) == here  # made there
+        unpicklable = frame.assign(chunk_id=[lambda n=n: n for n in range(4)])
+        assert seen(validate(CHUNKS, unpicklable))  # made here, not lost
+        process.kill()
+        process.wait(10)
+        assert seen(validate(CHUNKS, frame)) == here  # the process is gone: made here
+    finally:
+        worker.close()
+        monkeypatch.setattr(quality, "_WORKER", None)
+    assert not process.is_running()
+    live = quality.start_validator()  # a live one stops when closed (as at exit)
+    child = psutil.Process(live._process.pid)
+    live.close()
+    monkeypatch.setattr(quality, "_WORKER", None)
+    assert not child.is_running()
