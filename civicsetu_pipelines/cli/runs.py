@@ -59,12 +59,6 @@ def materialize(
     long step's last message are printed while the runs go on (:class:`RunWatcher`). A jurisdiction
     left without a registered document (its last one removed while the database could not be
     reached) whose rows are still served is retired instead (it has no partition to run)."""
-    if executor == "in_process":
-        # Great Expectations' imports (~5 s) on the other core while this process imports the
-        # definitions: the runs' checks validate in that process (ingest.quality)
-        from civicsetu_pipelines.ingest import start_validator
-
-        start_validator()
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.defs.resources import warm_up_embedder
     from civicsetu_pipelines.operate import (

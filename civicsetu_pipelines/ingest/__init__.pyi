@@ -62,7 +62,6 @@ from .quality import (
     RuleResult as RuleResult,
     TableSchema as TableSchema,
     set_aside_documents as set_aside_documents,
-    start_validator as start_validator,
     validate as validate,
 )
 from .registry import (

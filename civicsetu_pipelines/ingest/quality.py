@@ -7,10 +7,7 @@ suite, runs it on a pandas DataFrame with an ephemeral (offline) context and ret
 
 from __future__ import annotations
 
-import atexit
 import logging
-import os
-import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -171,18 +168,7 @@ def _context() -> Any:
 
 
 def validate(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
-    """Run every rule of ``schema`` on ``frame`` with Great Expectations: in the validator
-    process when this process started one (:func:`start_validator`), else here."""
-    worker = _WORKER
-    if worker is not None and worker.pid_of_owner == os.getpid():
-        try:
-            return worker.validate(schema, frame)
-        except ValidatorError as exc:  # the same validation here says what went wrong
-            logging.getLogger(__name__).warning("%s; validating in this process", exc)
-    return _validate_here(schema, frame)
-
-
-def _validate_here(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
+    """Run every rule of ``schema`` on ``frame`` with Great Expectations."""
     import great_expectations as gx
 
     context = _context()
@@ -214,85 +200,6 @@ def _validate_here(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]
         )
     context.data_sources.delete(name)
     return results
-
-
-class ValidatorError(RuntimeError):
-    """The validator process could not validate a frame (it died, or raised)."""
-
-
-class ValidatorWorker:
-    """Great Expectations in a child process: importing it takes ~5 s of single-threaded Python
-    (more than a one-document run's own checks), so a process that will run checks starts this
-    first and the import runs on the other core while it imports, fetches and parses (as
-    ``store.embedders.ModelWorker`` loads the model). Frames go to it pickled; each
-    :func:`validate` waits for its results."""
-
-    def __init__(self) -> None:
-        import multiprocessing
-
-        context = multiprocessing.get_context("spawn")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(target=_serve_validations, args=(child,), daemon=True,
-                                        name="civicsetu-validator")  # fmt: skip
-        self._process.start()
-        child.close()
-        self._lock = threading.Lock()
-        self.pid_of_owner = os.getpid()
-        atexit.register(self.close)
-
-    def validate(self, schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
-        with self._lock:
-            try:
-                self._conn.send((schema, frame))  # pickled whole before a byte is written
-            except (EOFError, OSError) as exc:
-                raise ValidatorError(f"the validator process died (exit code "
-                                     f"{self._process.exitcode})") from exc  # fmt: skip
-            except Exception as exc:  # noqa: BLE001 - a frame that cannot be pickled
-                raise ValidatorError(f"the frame cannot go to the validator process: "
-                                     f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
-            try:
-                kind, payload = self._conn.recv()
-            except (EOFError, OSError) as exc:
-                raise ValidatorError(f"the validator process died (exit code "
-                                     f"{self._process.exitcode})") from exc  # fmt: skip
-        if kind == "error":
-            raise ValidatorError(f"the validator process raised {payload}")
-        return list(payload)
-
-    def close(self) -> None:
-        """Stop the process (it exits when its pipe closes). Idempotent."""
-        if not self._conn.closed:
-            self._conn.close()
-        self._process.join(timeout=5)
-        if self._process.is_alive():
-            self._process.terminate()
-            self._process.join(timeout=5)
-
-
-_WORKER: ValidatorWorker | None = None
-
-
-def start_validator() -> ValidatorWorker:
-    """Start this process's validator process (once); :func:`validate` then uses it."""
-    global _WORKER
-    if _WORKER is None or _WORKER.pid_of_owner != os.getpid():
-        _WORKER = ValidatorWorker()
-    return _WORKER
-
-
-def _serve_validations(conn: Any) -> None:
-    """The validator process: import Great Expectations at once, then validate until the pipe
-    closes."""
-    _context()
-    while True:
-        try:
-            schema, frame = conn.recv()
-        except (EOFError, OSError):
-            return
-        try:
-            conn.send(("ok", _validate_here(schema, frame)))
-        except Exception as exc:  # noqa: BLE001 - reported to the parent, which validates again
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
 
 
 class KeptRows(NamedTuple):

@@ -27,7 +27,7 @@ from civicsetu_pipelines.base import (
     pdf_cache_dir,
     process_alive,
 )
-from civicsetu_pipelines.ingest import load_registry, prefetch_parses, start_validator
+from civicsetu_pipelines.ingest import load_registry, prefetch_parses
 from civicsetu_pipelines.operate.freshness import FINGERPRINT_TAG, partition_fingerprint
 
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -153,9 +153,6 @@ def run_partitions(
         # while this process waits on the worker's encoding.
         if warm_up is not None:
             warm_up()
-        # Great Expectations' ~5 s of imports on the other core, beside this process's own
-        # (the runs' checks validate in that process: ingest.quality.ValidatorWorker)
-        start_validator()
         later = [spec for _, name, _ in to_run[1:] for spec in registry.documents(name)]
         threading.Thread(
             target=prefetch_parses,
