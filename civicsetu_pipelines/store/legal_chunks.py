@@ -319,6 +319,11 @@ def _stage(cur: psycopg.Cursor[Any], chunks: Sequence[dict[str, Any]]) -> None:
                     value = np.asarray(value, dtype=np.float32)
                 values.append(value)
             copy.write_row(values)
+    # Each document's rows are then read from the stage by document and by id: indexed, or a
+    # load of 10,000 documents scans the whole stage 10,000 times over (issue 46)
+    cur.execute("CREATE INDEX ON stage_chunks (document_key)")
+    cur.execute("CREATE INDEX ON stage_chunks (chunk_id)")
+    cur.execute("ANALYZE stage_chunks")
 
 
 def _supersede_version(cur: psycopg.Cursor[Any], version_id: int, until: dt.date) -> int:
