@@ -249,6 +249,9 @@ def main() -> None:
     parser.add_argument("--jurisdiction", default="GUJARAT")
     parser.add_argument("--seed", type=int, default=46)
     parser.add_argument("--keep", action="store_true", help="keep the state directory")
+    parser.add_argument("--state", default="", help="resume a kept state directory whose cold "
+                        "run was stopped: the same documents (written again, byte for byte), "
+                        "not registered again; its cold run ends with what is cached")  # fmt: skip
     parser.add_argument("--models", default="~/.cache/civicsetu/bench-large-models",
                         help="where the model is extracted and exported once ('' : the state "
                         "directory's own, exported again)")  # fmt: skip
@@ -259,11 +262,12 @@ def main() -> None:
                          "windows, words hashed instead of the model)")  # fmt: skip
     if args.encoder == "standin":  # this process and every civicsetu process it starts
         os.environ["CIVICSETU_EMBED_RUNTIME"] = "standin"
-    state = Path(tempfile.mkdtemp(prefix="civicsetu-bench-large-"))
+    resume = Path(args.state) if args.state else None
+    state = resume or Path(tempfile.mkdtemp(prefix="civicsetu-bench-large-"))
     setup_state(state, args.models)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `timeout` stops it cleanly
     try:
-        bench(state, args.jurisdiction, args.documents, args.seed)
+        bench(state, args.jurisdiction, args.documents, args.seed, resume=resume is not None)
     finally:
         for proc in RUNNING:  # a run cut short by SIGTERM: its process goes too
             proc.terminate()
@@ -277,7 +281,7 @@ def main() -> None:
             print(f"kept {state}")
 
 
-def bench(state: Path, j: str, n: int, seed: int) -> None:
+def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     from civicsetu_pipelines.base.settings import DEFAULT_MIRROR, Settings, models_dir
     from civicsetu_pipelines.store.embedders import open_embedder
     from civicsetu_pipelines.store.embedding import embedding_config_from_env
@@ -296,8 +300,10 @@ def bench(state: Path, j: str, n: int, seed: int) -> None:
     print(f"generated {n} PDFs, {pages} pages, {sum(d.paragraphs for d in docs)} numbered "
           f"paragraphs in {generated:.1f} s; {dict(Counter(d.variety for d in docs))}")  # fmt: skip
     started = time.perf_counter()
-    register(state, docs)
-    print(f"registered in {time.perf_counter() - started:.1f} s (one registry write)", flush=True)
+    if not resume:
+        register(state, docs)
+        print(f"registered in {time.perf_counter() - started:.1f} s (one registry write)",
+              flush=True)  # fmt: skip
 
     config = embedding_config_from_env()
     settings = Settings.from_env()
@@ -308,7 +314,8 @@ def bench(state: Path, j: str, n: int, seed: int) -> None:
           f"{time.perf_counter() - started:.1f} s", flush=True)  # fmt: skip
 
     cold = materialize(j)
-    print(f"cold backfill                 {cold}", flush=True)
+    resumed = " (resumed: parses and vectors from the stopped run's caches)" if resume else ""
+    print(f"cold backfill{resumed}                 {cold}", flush=True)
     figures = store_figures()
     rules_pdf = Path(DEFAULT_MIRROR) / "gujrera_general_rules_2017.pdf"
     parse_s, parse_pages = bare_parse([d.path for d in docs] + [rules_pdf])
