@@ -165,6 +165,7 @@ def test_a_run_processes_what_changed_and_serves_what_every_document_serves(
     edges = [e for e in incremental["edges"] if e[1] == "gj_order_3" and e[3] == "gj_rules"]
     assert edges, "the new order's reference to rule 8 did not resolve into the served rules"
     assert state.run(every=True) and state.served() == incremental
+    assert _processed(state.run()) == {}  # a forced run records what the next one compares
 
     # The amending notification changed: it brings the rules it amends (their points in time
     # are made again from it); the orders stay.

@@ -173,10 +173,11 @@ def raw_pdfs(
     # A document is left as it was only by a run that records what it serves (served_documents
     # in its selection); a run of some assets only (tests, the UI) processes every document.
     selection = context.run.asset_selection
-    every = config.every_document or not (not selection or SERVED in selection)
+    records = not selection or SERVED in selection
+    every = config.every_document or not records
     served: dict[str, ServedDocument] = {}
     act = None
-    if not every:
+    if records:  # what it recorded is compared with fingerprints made as the next run makes them
         with postgres.connect() as conn:
             served = read_served(conn, jurisdiction)
             act = None if act_here else served_fingerprint_of(conn, act_key)
@@ -211,7 +212,7 @@ def raw_pdfs(
             "failed": len(failed),
             "bytes": int(frame["bytes"].fillna(0).sum()),
             "documents_table": _markdown(
-                frame[frame["work"] == "process"],
+                frame[frame["work"] == "process"] if len(frame) else frame,
                 ["document_key", "reason", "status", "sha256", "source"],
             ),
         },
