@@ -91,7 +91,8 @@ def export(
             console.print(f"[red]Not in the store: {', '.join(missing)}[/red]")
             raise typer.Exit(2)
         references = reference_links(conn, [d.key for d in docs])
-        records = [r for d in docs for r in export_document(conn, d, target, references)]
+        catalog = {d.key: d for d in (docs if document is None else akn_documents(conn))}
+        records = [r for d in docs for r in export_document(conn, d, target, references, catalog)]
     if as_json:
         print_json({"out": str(target), "files": records})
     else:

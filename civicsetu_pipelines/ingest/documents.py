@@ -13,7 +13,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,13 @@ def parse_fingerprint(spec: DocumentSpec, sha256: str, ocr: bool, page_count: in
 
 
 def parse_rows_cached(
-    spec: DocumentSpec, path: Path, sha256: str, cache_dir: Path, *, ocr: bool = True
+    spec: DocumentSpec,
+    path: Path,
+    sha256: str,
+    cache_dir: Path,
+    *,
+    ocr: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
     """:func:`parse_rows`, reused from ``cache_dir`` when nothing it depends on changed.
 
@@ -150,7 +156,14 @@ def parse_rows_cached(
     """
     count, pages = _pages_to_ingest(spec, path)
     parsed, reused = parse_pages_cached(
-        spec.key, path, sha256, cache_dir, pages=pages, language=spec.language, ocr=ocr
+        spec.key,
+        path,
+        sha256,
+        cache_dir,
+        pages=pages,
+        language=spec.language,
+        ocr=ocr,
+        progress=progress,
     )
     return _page_rows(spec, count, parsed), reused
 
@@ -164,6 +177,7 @@ def parse_pages_cached(
     pages: Sequence[int],
     language: str,
     ocr: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[dict[str, Any]], bool]:
     """The PDF's ``pages`` parsed (``ParsedPage`` as dicts), reused from ``cache_dir`` when
     nothing they depend on changed (:func:`pages_fingerprint`); ``key`` names the document in
@@ -188,7 +202,9 @@ def parse_pages_cached(
         if cache.is_file():
             return json.loads(cache.read_text()), True
         began = time.monotonic()
-        parsed = parse_pdf(key, path, pages=list(pages), language=language, ocr=ocr)
+        parsed = parse_pdf(
+            key, path, pages=list(pages), language=language, ocr=ocr, progress=progress
+        )
         out = [dataclasses.asdict(page) for page in parsed]
         # a page left for OCR (no Tesseract, or an OCR budget spent) is read again next time
         cached = not any({"needs_ocr", "ocr_skipped_budget"} & set(page.flags) for page in parsed)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -481,9 +481,11 @@ def parse_pdf(
     pages: Sequence[int] | None = None,
     language: str = "eng",
     ocr: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[ParsedPage]:
     """Parse the given 0-based ``pages`` of the PDF at ``path`` into clean body pages. OCR
-    spends at most the document's :class:`~civicsetu_pipelines.ingest.ocr.OcrBudget`."""
+    spends at most the document's :class:`~civicsetu_pipelines.ingest.ocr.OcrBudget`.
+    ``progress`` hears (pages read, pages) after each page (a scan's OCR takes minutes)."""
     doc = open_pdf(key, path)
     budget = OcrBudget.from_settings()
     ahead: OcrAhead | None = None
@@ -520,6 +522,8 @@ def parse_pdf(
                         if needs_ocr(upcoming):
                             ahead.start(doc[upcoming])
                 raw.append(_extract_page(key, doc, path, index, language, ocr, budget, ahead))
+                if progress is not None:
+                    progress(position + 1, len(indexes))
             except PdfError:
                 raise
             except Exception as exc:  # one line, whatever the library said

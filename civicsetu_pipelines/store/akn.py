@@ -265,14 +265,16 @@ def export_document(
     doc: AknDocument,
     out_dir: Path,
     references: Mapping[str, Sequence[tuple[int, int, str, str, dt.date | None]]] | None = None,
+    catalog: Mapping[str, AknDocument] | None = None,
 ) -> list[dict[str, Any]]:
     """Write one AKN 3.0 XML file per expression of ``doc`` under ``out_dir`` (the work URI's
     path, ``in/act/2016/16/eng@2017-05-01.xml``); one record each: the file, its expression URI,
     day, units, ``<ref>`` links and the schema's errors (none when it validates).
     ``references``: the resolved cross-references by chunk, (start, end, target document,
     target eId, the day the target came into force), as ``graph.reference_links`` reads
-    them."""
-    by_key = {d.key: d for d in akn_documents(conn)}
+    them. ``catalog``: every stored document by key (:func:`akn_documents`), read once by a
+    caller exporting many documents (read here when not given)."""
+    by_key = catalog if catalog is not None else {d.key: d for d in akn_documents(conn)}
     dates: dict[str, list[dt.date]] = {}  # each other document's points in time, read once
     records = []
     folder = out_dir / doc.work.work_uri(False).removeprefix("/akn/")

@@ -37,9 +37,15 @@ def test_parse_cache_reuses_identical_rows(corpus: Path, tmp_path: Path) -> None
     spec = load_registry(include_seed=False).get(KEY)
     path = corpus / str(spec.filename)
     sha = sha256_file(path)
-    first, reused_first = parse_rows_cached(spec, path, sha, tmp_path)
-    second, reused_second = parse_rows_cached(spec, path, sha, tmp_path)
+    heard: list[tuple[int, int]] = []
+    first, reused_first = parse_rows_cached(
+        spec, path, sha, tmp_path, progress=lambda *p: heard.append(p)
+    )
+    # the parse says each page read (a scan's OCR takes minutes); a reuse reads no page
+    assert heard == [(n, len(first)) for n in range(1, len(first) + 1)]
+    second, reused_second = parse_rows_cached(spec, path, sha, tmp_path, progress=heard.append)
     assert (reused_first, reused_second) == (False, True)
+    assert len(heard) == len(first)
     assert first == second
     assert len(list(tmp_path.glob("*.json"))) == 1
 

@@ -82,12 +82,16 @@ def akn_documents(
     with postgres.connect() as conn:
         fill_eids(conn)  # rows loaded before sql/0017
         references = reference_links(conn, keys)  # the graph's, as <ref> links
-        for doc in stored_documents(conn, keys):
+        catalog = {d.key: d for d in stored_documents(conn)}  # link targets, read once
+        docs = [catalog[k] for k in sorted(set(keys) & set(catalog))]
+        for n, doc in enumerate(docs, 1):
+            if n == 1 or n % 500 == 0:
+                context.log.info(f"{jurisdiction}: exporting document {n}/{len(docs)}")
             bad: list[dict[str, Any]] = []
             changed: list[dict[str, Any]] = []
             try:
                 with conn.transaction():  # a savepoint: a failed document's reads undone alone
-                    records = export_document(conn, doc, out, references)
+                    records = export_document(conn, doc, out, references, catalog)
                     for record in records:
                         if record["errors"]:
                             bad.append({"file": record["path"], "errors": record["errors"][:5]})

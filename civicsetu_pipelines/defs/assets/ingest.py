@@ -6,6 +6,8 @@ partition's other documents.
 """
 
 import json
+import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -225,6 +227,22 @@ def raw_pdfs(
     )
 
 
+def page_progress(context: dg.AssetExecutionContext, key: str) -> Callable[[int, int], None]:
+    """A document's pages read, said every :data:`PROGRESS_SECONDS` (a scan's OCR takes
+    minutes: the run says which page it is on)."""
+    said = [time.monotonic()]
+
+    def hear(done: int, total: int) -> None:
+        if time.monotonic() - said[0] >= PROGRESS_SECONDS or (done == total and total > 20):
+            said[0] = time.monotonic()
+            context.log.info(f"{key}: page {done}/{total} read")
+
+    return hear
+
+
+PROGRESS_SECONDS = 10.0
+
+
 @dg.asset(
     partitions_def=jurisdiction_partitions,
     io_manager_key="parquet_io",
@@ -264,6 +282,7 @@ def parsed_pages(context: dg.AssetExecutionContext, raw_pdfs: pd.DataFrame, corp
         step = partial(
             parse_rows_cached,
             spec, Path(doc["path"]), doc["sha256"], corpus.parse_cache, ocr=corpus.ocr,
+            progress=page_progress(context, spec.key),
         )  # fmt: skip
         done, aside = contained("parse", spec.key, step)
         if done is not None:
