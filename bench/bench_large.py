@@ -199,15 +199,20 @@ def bare_parse(paths: list[Path]) -> tuple[float, int]:
 
 
 def bare_encoding(state: Path, jurisdiction: str, embedder: Any) -> tuple[float, int, int]:
-    """Encode the windows of every chunk of the jurisdiction (as ``embed_documents`` orders
-    them): seconds, chunks, windows."""
-    import pandas as pd
-
+    """Encode the windows of every chunk the jurisdiction serves (as ``embed_documents`` orders
+    them; read from the store, so a resumed state's chunks count too): seconds, chunks,
+    windows."""
+    from civicsetu_pipelines.base import Settings
+    from civicsetu_pipelines.store import connect, resolve_database_url
     from civicsetu_pipelines.store.embedding import document_text
 
-    frame = pd.read_parquet(state / "storage" / "assets" / "section_chunks" /
-                            f"{jurisdiction}.parquet")  # fmt: skip
-    texts = [document_text(r.label, r.title, r.text) for r in frame.itertuples()]
+    with connect(resolve_database_url(Settings.from_env())) as conn:
+        rows = conn.execute(
+            "SELECT label, title, text FROM legal_chunks WHERE jurisdiction = %s "
+            "AND valid_to IS NULL",
+            (jurisdiction,),
+        ).fetchall()
+    texts = [document_text(label, title, text) for label, title, text in rows]
     windows = sorted((w for t in texts for w in embedder.windows(t)), key=len, reverse=True)
     started = time.perf_counter()
     embedder.encode(windows)
@@ -323,7 +328,7 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     floor = parse_s + encode_s
     print(f"bare parse                    {parse_s:8.2f} s  ({parse_pages} pages, get_text)")
     print(f"bare encoding                 {encode_s:8.2f} s  ({chunks} chunks, {windows} windows, "
-          f"{windows / encode_s:.1f} windows/s)")  # fmt: skip
+          f"{windows / max(encode_s, 1e-9):.1f} windows/s)")  # fmt: skip
     print(f"floor (parse + encoding)      {floor:8.2f} s")
     print(f"ratio cold / floor            {cold.seconds / floor:8.2f}")
     print(f"store                         {figures['bytes'] / 2**20:8.1f} MiB  "
@@ -333,7 +338,8 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     print(f"Dagster event-log rows        {figures['event_rows']:8d}")
     print(f"per document: cold {cold.seconds / (n + 1):.3f} s, floor {floor / (n + 1):.3f} s; "
           f"per page: bare parse {1000 * parse_s / parse_pages:.2f} ms; per window: bare "
-          f"encoding {1000 * encode_s / windows:.1f} ms; {windows / (n + 1):.1f} windows and "
+          f"encoding {1000 * encode_s / max(windows, 1):.1f} ms; "
+          f"{windows / (n + 1):.1f} windows and "
           f"{figures['event_rows'] / (n + 1):.1f} event-log rows a document")  # fmt: skip
     events = figures["event_rows"]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from enum import StrEnum
@@ -39,6 +40,7 @@ from civicsetu_pipelines.base import (
     Settings,
     UnknownJurisdictionError,
     jurisdiction_code,
+    write_atomic,
 )
 from civicsetu_pipelines.ingest.kinds import kind_names
 
@@ -442,9 +444,77 @@ def _read_text(path: Path) -> str:
 
 def read_entries(path: Path, text: str | None = None) -> list[Any]:
     """The raw ``documents`` entries of one registry file (its ``text`` when already read),
-    its shape checked (errors name it)."""
+    its shape checked (errors name it). A large file's entries are kept beside it once read
+    (:func:`_remembered_entries`): the same text is not parsed as YAML again."""
     if text is None:
         text = _read_text(path)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    remembered = _remembered_entries(path, digest)
+    if remembered is not None:
+        return remembered
+    entries = _yaml_entries(path, text)
+    _remember_entries(path, text, digest, entries)
+    return entries
+
+
+# A registry file of more than this many bytes (about 1,000 documents: `documents add` and a
+# watched source grow the user registry to a state's size) has its entries kept beside it as
+# JSON, keyed by the sha256 of its text: 10,000 entries parse as YAML in ~2 s (libyaml, the
+# constructor in Python), read as JSON in ~0.1 s; every `documents add`, run and command reads
+# the registry (issue 46). The loader keeps dates as text (:func:`_construct_timestamp_as_text`),
+# so an entry is strings, numbers, booleans, lists and mappings: JSON holds it as it is.
+REMEMBER_MIN_BYTES = 256 * 1024
+_REMEMBERED_FORMAT = 1  # bumped when what YAML entries become changes
+
+
+def _remembered_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.entries.json")
+
+
+def _remembered_entries(path: Path, digest: str) -> list[Any] | None:
+    """The entries kept for the text of sha256 ``digest``, or None (none kept, another text)."""
+    try:
+        kept = json.loads(_remembered_path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if kept.get("format") != _REMEMBERED_FORMAT or kept.get("sha256") != digest:
+        return None
+    return list(kept["entries"])
+
+
+def _remember_entries(path: Path, text: str, digest: str, entries: list[Any]) -> None:
+    """Keep a large file's entries beside it; a directory that cannot be written to is left
+    as it is (the file is parsed again next time)."""
+    if len(text.encode("utf-8")) < REMEMBER_MIN_BYTES:
+        return
+    try:
+        body = json.dumps({"format": _REMEMBERED_FORMAT, "sha256": digest, "entries": entries},
+                          ensure_ascii=False)  # fmt: skip
+        # only what JSON gives back as it was (the loader keeps dates as text; a date object
+        # a writer passed, a key that is not text: not remembered, the file is parsed instead)
+        if json.loads(body)["entries"] != entries:
+            return
+        write_atomic(_remembered_path(path), body.encode("utf-8"))
+    except (OSError, TypeError, ValueError):
+        return
+
+
+def write_registry_file(path: Path, header: str, entries: list[dict[str, Any]]) -> None:
+    """Write a registry file (``header`` comment lines, then the schema version and
+    ``entries``) in one atomic replace, its entries remembered as :func:`read_entries` would
+    remember them (the next read does not parse it)."""
+    # libyaml's emitter when PyYAML has it: `documents add` rewrites the whole user registry
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump({"schema_version": SCHEMA_VERSION, "documents": entries}, Dumper=dumper,
+                     sort_keys=False, allow_unicode=True)  # fmt: skip
+    text = header + body
+    write_atomic(path, text.encode("utf-8"))
+    if all(isinstance(v, str | int | float | bool | None | list | dict)
+           for entry in entries for v in entry.values()):  # fmt: skip
+        _remember_entries(path, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), entries)
+
+
+def _yaml_entries(path: Path, text: str) -> list[Any]:
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - SafeLoader subclass
     except yaml.YAMLError as exc:

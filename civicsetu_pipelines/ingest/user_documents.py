@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from civicsetu_pipelines.base import (
     Settings,
     UnknownJurisdictionError,
@@ -50,7 +48,6 @@ from civicsetu_pipelines.ingest.kinds import kind_names
 from civicsetu_pipelines.ingest.ocr import tesseract_available
 from civicsetu_pipelines.ingest.pages import PdfError, open_pdf
 from civicsetu_pipelines.ingest.registry import (
-    SCHEMA_VERSION,
     DocumentSpec,
     Registry,
     load_registry,
@@ -58,6 +55,7 @@ from civicsetu_pipelines.ingest.registry import (
     parse_registry_file,
     read_entries,
     user_registry_path,
+    write_registry_file,
 )
 
 _KEY_WORDS = re.compile(r"[a-z0-9]+")
@@ -381,11 +379,7 @@ def _entries(path: Path) -> list[dict[str, Any]]:
 def _write_entries(path: Path, entries: list[dict[str, Any]]) -> None:
     header = ("# Documents added with `civicsetu documents add` (same schema as the shipped "
               "data/documents.yaml).\n")  # fmt: skip
-    # libyaml's emitter when PyYAML has it: `documents add` rewrites the whole user registry
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    body = yaml.dump({"schema_version": SCHEMA_VERSION, "documents": entries}, Dumper=dumper,
-                     sort_keys=False, allow_unicode=True)  # fmt: skip
-    write_atomic(path, (header + body).encode("utf-8"))
+    write_registry_file(path, header, entries)
 
 
 def _first_error(exc: ValueError) -> str:

@@ -94,11 +94,11 @@ def mirror_jurisdiction(
     documents, units and edges deleted there); None when no Neo4j server is configured
     (``NEO4J_URI``) and no ``driver`` is given. Call it with ``conn`` idle (after the
     retirement committed)."""
+    if driver is None and not neo4j_configured():
+        return None  # nothing to sync: the jurisdiction's snapshot is not even read
     snapshot = read_snapshot(conn, jurisdiction)
     if driver is not None:
         return sync_to_neo4j(driver, snapshot, jurisdiction, database=_neo4j_database())
-    if not neo4j_configured():
-        return None
     import neo4j
 
     password = env_value(ENV_NEO4J_PASSWORD, "")

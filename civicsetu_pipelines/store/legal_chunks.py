@@ -400,6 +400,21 @@ def load_partition(
     return stats
 
 
+def _absent(
+    cur: psycopg.Cursor[Any], jurisdiction: str, keep: Sequence[str], only: Sequence[str] | None
+) -> list[tuple[str, int]]:
+    """The current versions of ``jurisdiction``'s documents not in ``keep`` (of those in
+    ``only``, when given): (document key, version id), by key."""
+    cur.execute(
+        "SELECT document_key, version_id FROM document_versions WHERE jurisdiction = %s "
+        "AND status = 'current' AND NOT (document_key = ANY(%s)) "
+        "AND (%s::text[] IS NULL OR document_key = ANY(%s)) ORDER BY document_key",
+        (jurisdiction, list(keep), None if only is None else list(only),
+         None if only is None else list(only)),
+    )  # fmt: skip
+    return [(str(key), int(version)) for key, version in cur.fetchall()]
+
+
 def _retire_absent(
     cur: psycopg.Cursor[Any],
     jurisdiction: str,
@@ -412,15 +427,8 @@ def _retire_absent(
     from ``today`` and its scheduled rows (a point in time an amendment makes later) ended
     before they start. The rows stay, dated: ``history`` and ``--as-of`` still read them.
     Returns the rows ended, by document key."""
-    cur.execute(
-        "SELECT document_key, version_id FROM document_versions WHERE jurisdiction = %s "
-        "AND status = 'current' AND NOT (document_key = ANY(%s)) "
-        "AND (%s::text[] IS NULL OR document_key = ANY(%s)) ORDER BY document_key",
-        (jurisdiction, list(keep), None if only is None else list(only),
-         None if only is None else list(only)),
-    )  # fmt: skip
     retired: dict[str, int] = {}
-    for key, version_id in cur.fetchall():
+    for key, version_id in _absent(cur, jurisdiction, keep, only):
         cur.execute(
             "UPDATE document_versions SET status = 'retired', valid_to = %s WHERE version_id = %s",
             (today, version_id),
@@ -453,9 +461,11 @@ def retire_documents(
     today = today or dt.date.today()
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
-        before = snapshot(cur, jurisdiction)
+        # only the retired documents' units change: theirs are compared, not the jurisdiction's
+        absent = [key for key, _ in _absent(cur, jurisdiction, keep, only)]
+        before = snapshot(cur, jurisdiction, absent)
         retired = _retire_absent(cur, jurisdiction, keep, only, today)
-        record_unit_changes(cur, jurisdiction, before, run_id or _run_id())
+        record_unit_changes(cur, jurisdiction, before, run_id or _run_id(), absent)
         forget_served(cur, jurisdiction, keep=keep, only=only)
         return retired
 

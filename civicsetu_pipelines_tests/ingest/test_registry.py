@@ -586,3 +586,53 @@ def test_a_document_an_amendment_names_is_removed_with_it_or_after_it(
     removed = remove_documents([rules.key, order.key])
     assert [s.key for s in removed] == [rules.key, order.key]
     assert "MIZORAM" not in load_registry(include_seed=False).jurisdictions()
+
+
+def _large_registry(count: int) -> list[dict[str, Any]]:
+    day = dt.date(2021, 1, 1)
+    return [
+        {"key": f"gujarat_order_{i:05d}", "jurisdiction": "GUJARAT", "doc_type": "judgment",
+         "title": f"Order {i}: A v. B (Complaint No. {i})",
+         "effective_date": (day + dt.timedelta(days=i % 900)).isoformat(),
+         "filename": f"{i:064x}.pdf", "sha256": f"{i:064x}"}
+        for i in range(count)
+    ]  # fmt: skip
+
+
+def test_a_large_registry_is_remembered_beside_it_and_read_again_only_when_its_text_changes(
+    tmp_path: Path,
+) -> None:
+    """A state's user registry of thousands of documents is read by every command and run: its
+    entries are kept beside it as JSON, keyed by its text, and a file whose
+    text changed is parsed again."""
+    from civicsetu_pipelines.ingest.registry import (
+        REMEMBER_MIN_BYTES,
+        parse_registry_file,
+        read_entries,
+        write_registry_file,
+    )
+
+    path = tmp_path / "documents.yaml"
+    entries = _large_registry(2000)
+    write_registry_file(path, "# generated\n", entries)
+    assert path.stat().st_size > REMEMBER_MIN_BYTES
+    kept = path.with_name(".documents.yaml.entries.json")
+    assert kept.is_file()  # written with the file: the next read parses no YAML
+    assert read_entries(path) == entries
+    # what is remembered is what the YAML reads as (dates as text, for the spec to validate)
+    kept.unlink()
+    assert read_entries(path) == entries and kept.is_file()
+    # the file edited by hand: its new text is parsed, and remembered again
+    text = path.read_text().replace("Order 7: A v. B", "Order 7: C v. D")
+    path.write_text(text)
+    assert read_entries(path)[7]["title"] == "Order 7: C v. D (Complaint No. 7)"
+    assert hashlib.sha256(text.encode()).hexdigest() in kept.read_text()
+    # a duplicate key is refused as before, whatever was remembered
+    path.write_text(text + "  key: again\n")
+    with pytest.raises(RegistryError, match="invalid YAML|duplicate"):
+        parse_registry_file(path)
+    # a small file (the shipped registries) leaves nothing beside it
+    small = tmp_path / "small.yaml"
+    write_registry_file(small, "", entries[:3])
+    assert read_entries(small) == entries[:3]
+    assert not small.with_name(".small.yaml.entries.json").exists()
