@@ -49,7 +49,10 @@ from typing import Any
 import yaml
 
 RULES_KEY = "gujarat_general_rules_2017"  # the real rules PDF beside the generated documents
-ALONE = ("GOA", "KERALA", "ODISHA")  # empty jurisdictions for the documents ingested alone
+# empty jurisdictions for the documents ingested alone (the first three without a document: a
+# resumed state's earlier runs used some)
+ALONE_CANDIDATES = ("GOA", "KERALA", "ODISHA", "PUNJAB", "RAJASTHAN", "TAMIL_NADU", "TRIPURA",
+                    "MIZORAM", "NAGALAND", "SIKKIM", "MANIPUR", "MEGHALAYA")  # fmt: skip
 CLI = Path(sys.executable).parent / "civicsetu"
 RUNNING: list[subprocess.Popen[str]] = []  # the civicsetu process now running, if any
 
@@ -344,36 +347,48 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     events = figures["event_rows"]
 
     print("\none document at a time (the state / the same document alone in an empty one)")
+    from civicsetu_pipelines.ingest import load_registry
+
+    registry = load_registry()
+    registered = {spec.key for spec in registry}
+    busy = set(registry.jurisdictions())
+    alone = [code for code in ALONE_CANDIDATES if code not in busy][:3]
     fresh = state / "more"
-    for folder in (fresh, *(fresh / a for a in ALONE)):
+    for folder in (fresh, *(fresh / a for a in alone)):
         folder.mkdir(parents=True, exist_ok=True)
     # add: the next order of the same seed (the kind the state grows by)
-    index = next(i for i in range(n, n + 50)
-                 if make_document(fresh, jurisdiction=j, index=i,
-                                  seed=seed).variety == "order")  # fmt: skip
+    index = next(i for i in range(n, n + 500)
+                 if f"{j.lower()}_order_{i:05d}" not in registered  # a resumed state's earlier
+                 and make_document(fresh, jurisdiction=j, index=i,  # runs added some
+                                   seed=seed).variety == "order")  # fmt: skip
     new = make_document(fresh, jurisdiction=j, index=index, seed=seed)
     registered = add(new)
     _say("add one order", registered, materialize(j), new)
     # change: the corrected version of a registered order, pinned under the same key
-    target = next(d for d in docs if d.variety == "order" and 3 <= d.pages <= 6)
+    from civicsetu_pipelines.store.embedding import sha256_file
+
+    pins = {spec.key: spec.sha256 for spec in registry}
+    target = next(d for d in docs  # one not changed by a resumed state's earlier runs
+                  if d.variety == "order" and 3 <= d.pages <= 6
+                  and pins.get(d.key) == sha256_file(d.path))  # fmt: skip
     corrected = changed_variant(target, fresh, seed=seed)
     change(state, target.key, corrected)
     _say("change one order", None, materialize(j), corrected)
     # remove: another order, out of the registry (its rows retired at once), then the run
     victim = next(d for d in docs if d.variety == "order" and d.key != target.key
-                  and 3 <= d.pages <= 6)  # fmt: skip
+                  and 3 <= d.pages <= 6 and d.key in registered)  # fmt: skip
     removed = civicsetu("documents", "remove", victim.key)
     _say("remove one order", removed, materialize(j), victim)
     _say("no-op re-run", None, materialize(j), None)  # nothing changed since the last run
     # the same documents alone, each in an empty jurisdiction (registered after the state's
     # runs: a registry change anywhere makes every jurisdiction's next run a full one)
-    for what, where, i, corrected_too in (("add", ALONE[0], index, False),
-                                          ("change", ALONE[1], target.index, True),
-                                          ("remove", ALONE[2], victim.index, False)):  # fmt: skip
+    for what, where, i, corrected_too in (("add", alone[0], index, False),
+                                          ("change", alone[1], target.index, True),
+                                          ("remove", alone[2], victim.index, False)):  # fmt: skip
         doc = make_document(fresh / where, jurisdiction=where, index=i, seed=seed,
                             changed=corrected_too)  # fmt: skip
         _say(f"{what}: alone", add(doc), materialize(where), doc, where)
-    _say("no-op: alone", None, materialize(ALONE[2]), None, ALONE[2])
+    _say("no-op: alone", None, materialize(alone[2]), None, alone[2])
     _say("re-run, registry changed elsewhere", None, materialize(j), None)
     final = store_figures()
     print(f"\nDagster event-log rows after the single-document runs: {final['event_rows']} "

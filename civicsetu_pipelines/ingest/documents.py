@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from civicsetu_pipelines.base import Settings
-from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document
+from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document, save_verified
 from civicsetu_pipelines.ingest.legal_structure import build_chunks
 from civicsetu_pipelines.ingest.ocr import reading_ahead, tesseract_identity
 from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf
@@ -62,6 +62,7 @@ def fetch_rows(
                 source=result.source,
             )
         rows.append(row)
+    save_verified()  # the stored copies checked: not read again until they change
     return rows
 
 

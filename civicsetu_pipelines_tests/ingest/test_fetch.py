@@ -521,3 +521,30 @@ def test_every_default_document_fetches_offline_from_the_corpus_mirror(tmp_path:
         assert result.source == f"mirror:{mirror}", spec.key
         assert result.sha256 == spec.sha256
         assert result.path == tmp_path / f"{spec.sha256}.pdf"
+
+
+def test_a_stored_copy_is_read_to_check_its_pin_only_until_verified_then_when_touched(
+    pdf_bytes: bytes, tmp_path: Path
+) -> None:
+    """A document of the PDF store (`documents add`) is checked against its pin on every run:
+    read the first time, then trusted while its size, mtime and inode are unchanged (a state of
+    10,000 documents read ~1 GB a run); a copy changed in place is read again and refused."""
+    from civicsetu_pipelines.ingest.fetch import VERIFIED_FILE, save_verified
+
+    sha = hashlib.sha256(pdf_bytes).hexdigest()
+    store = tmp_path / "pdfs"
+    store.mkdir()
+    stored = store / f"{sha}.pdf"
+    stored.write_bytes(pdf_bytes)
+    spec = _spec([], sha256=sha, filename=stored.name)
+    first = fetch_document(spec, mirror_dirs=[], cache_dir=store, offline=True)
+    assert (first.source, first.sha256) == ("store", sha)
+    save_verified()
+    memo = json.loads((store / VERIFIED_FILE).read_text())
+    assert memo[stored.name][0] == len(pdf_bytes)
+    assert fetch_document(spec, mirror_dirs=[], cache_dir=store, offline=True).source == "store"
+    # the same size, other bytes, written in place: its stat changed, so it is read and refused
+    time.sleep(0.01)
+    stored.write_bytes(pdf_bytes[:-8] + b"%%EOF\n\n\n")
+    with pytest.raises(FetchError, match="no longer hashes to its pin"):
+        fetch_document(spec, mirror_dirs=[], cache_dir=store, offline=True)
