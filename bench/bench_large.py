@@ -260,6 +260,9 @@ def main() -> None:
     parser.add_argument("--state", default="", help="resume a kept state directory whose cold "
                         "run was stopped: the same documents (written again, byte for byte), "
                         "not registered again; its cold run ends with what is cached")  # fmt: skip
+    parser.add_argument("--ops-only", action="store_true", help="with --state: the single-"
+                        "document operations only (no floor: the state's floor was printed by "
+                        "its cold run)")  # fmt: skip
     parser.add_argument("--models", default="~/.cache/civicsetu/bench-large-models",
                         help="where the model is extracted and exported once ('' : the state "
                         "directory's own, exported again)")  # fmt: skip
@@ -275,7 +278,14 @@ def main() -> None:
     setup_state(state, args.models)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `timeout` stops it cleanly
     try:
-        bench(state, args.jurisdiction, args.documents, args.seed, resume=resume is not None)
+        bench(
+            state,
+            args.jurisdiction,
+            args.documents,
+            args.seed,
+            resume=resume is not None,
+            ops_only=args.ops_only and resume is not None,
+        )
     finally:
         for proc in RUNNING:  # a run cut short by SIGTERM: its process goes too
             proc.terminate()
@@ -289,13 +299,13 @@ def main() -> None:
             print(f"kept {state}")
 
 
-def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
+def bench(
+    state: Path, j: str, n: int, seed: int, resume: bool = False, ops_only: bool = False
+) -> None:
     from civicsetu_pipelines.base.settings import DEFAULT_MIRROR, Settings, models_dir
     from civicsetu_pipelines.store.embedders import open_embedder
     from civicsetu_pipelines.store.embedding import embedding_config_from_env
     from civicsetu_pipelines_tests.generated_state import (
-        changed_variant,
-        make_document,
         write_state,
     )
 
@@ -325,6 +335,9 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     resumed = " (resumed: parses and vectors from the stopped run's caches)" if resume else ""
     print(f"cold backfill{resumed}                 {cold}", flush=True)
     figures = store_figures()
+    if ops_only:
+        single_documents(state, j, n, seed, docs, figures["event_rows"])
+        return
     rules_pdf = Path(DEFAULT_MIRROR) / "gujrera_general_rules_2017.pdf"
     parse_s, parse_pages = bare_parse([d.path for d in docs] + [rules_pdf])
     encode_s, chunks, windows = bare_encoding(state, j, embedder)
@@ -344,13 +357,19 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
           f"encoding {1000 * encode_s / max(windows, 1):.1f} ms; "
           f"{windows / (n + 1):.1f} windows and "
           f"{figures['event_rows'] / (n + 1):.1f} event-log rows a document")  # fmt: skip
-    events = figures["event_rows"]
+    single_documents(state, j, n, seed, docs, figures["event_rows"])
+
+
+def single_documents(state: Path, j: str, n: int, seed: int, docs: list[Any], events: int) -> None:
+    """One order added, one changed, one removed and a no-op, each against the same document
+    alone in an empty jurisdiction."""
+    from civicsetu_pipelines_tests.generated_state import changed_variant, make_document
 
     print("\none document at a time (the state / the same document alone in an empty one)")
     from civicsetu_pipelines.ingest import load_registry
 
     registry = load_registry()
-    registered = {spec.key for spec in registry}
+    known = {spec.key for spec in registry.specs}
     busy = set(registry.jurisdictions())
     alone = [code for code in ALONE_CANDIDATES if code not in busy][:3]
     fresh = state / "more"
@@ -358,7 +377,7 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     # add: the next order of the same seed (the kind the state grows by)
     index = next(i for i in range(n, n + 500)
-                 if f"{j.lower()}_order_{i:05d}" not in registered  # a resumed state's earlier
+                 if f"{j.lower()}_order_{i:05d}" not in known  # a resumed state's earlier
                  and make_document(fresh, jurisdiction=j, index=i,  # runs added some
                                    seed=seed).variety == "order")  # fmt: skip
     new = make_document(fresh, jurisdiction=j, index=index, seed=seed)
@@ -367,7 +386,7 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     # change: the corrected version of a registered order, pinned under the same key
     from civicsetu_pipelines.store.embedding import sha256_file
 
-    pins = {spec.key: spec.sha256 for spec in registry}
+    pins = {spec.key: spec.sha256 for spec in registry.specs}
     target = next(d for d in docs  # one not changed by a resumed state's earlier runs
                   if d.variety == "order" and 3 <= d.pages <= 6
                   and pins.get(d.key) == sha256_file(d.path))  # fmt: skip
@@ -376,7 +395,7 @@ def bench(state: Path, j: str, n: int, seed: int, resume: bool = False) -> None:
     _say("change one order", None, materialize(j), corrected)
     # remove: another order, out of the registry (its rows retired at once), then the run
     victim = next(d for d in docs if d.variety == "order" and d.key != target.key
-                  and 3 <= d.pages <= 6 and d.key in registered)  # fmt: skip
+                  and 3 <= d.pages <= 6 and d.key in known)  # fmt: skip
     removed = civicsetu("documents", "remove", victim.key)
     _say("remove one order", removed, materialize(j), victim)
     _say("no-op re-run", None, materialize(j), None)  # nothing changed since the last run
