@@ -23,7 +23,6 @@ from civicsetu_pipelines.graph import (
     export_csv,
     prescribed_matters,
     read_snapshot,
-    render_network,
     replace_edges,
     stored_act_chunks,
     sync_to_neo4j,
@@ -185,6 +184,8 @@ def graph_edges(
     missing = build.missing_targets()
     curated_used = sum(1 for e in build.edges if e.basis == "curated")
     picture_path = corpus.reports / "graph" / f"{jurisdiction}.png"
+    from civicsetu_pipelines.graph import render_network  # matplotlib: only when drawn
+
     # the picture shows rules and the Act: made again when the whole graph is
     picture = render_network(
         [dataclasses.asdict(edge) for edge in build.edges],
