@@ -73,7 +73,8 @@ def add(path: Path, jurisdiction: str, number: int) -> Run:
 
 
 def documents_line(run: Run) -> str:
-    return next((line.strip() for line in run.output.splitlines() if "documents:" in line), "")
+    return next((line.strip() for line in run.output.splitlines()
+                 if line.strip().startswith("documents:")), "")  # fmt: skip
 
 
 def main() -> None:
