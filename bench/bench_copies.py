@@ -35,7 +35,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_large import RUNNING, Run, civicsetu, materialize, setup_state  # noqa: E402
+from bench_large import Run, civicsetu, finish, materialize, setup_state  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "pdfs"
 
@@ -94,16 +94,7 @@ def main() -> None:
     try:
         bench(state, source, args.jurisdiction, args.alone, args.copies)
     finally:
-        for proc in RUNNING:
-            proc.terminate()
-            proc.wait()
-        from civicsetu_pipelines.store.database import EmbeddedPostgres
-
-        EmbeddedPostgres(state).stop()
-        if not args.keep:
-            shutil.rmtree(state, ignore_errors=True)
-        else:
-            print(f"kept {state}")
+        finish(state, keep=args.keep)
 
 
 def bench(state: Path, source: Path, j: str, alone: str, copies: int) -> None:

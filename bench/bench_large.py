@@ -287,16 +287,22 @@ def main() -> None:
             ops_only=args.ops_only and resume is not None,
         )
     finally:
-        for proc in RUNNING:  # a run cut short by SIGTERM: its process goes too
-            proc.terminate()
-            proc.wait()
-        from civicsetu_pipelines.store.database import EmbeddedPostgres
+        finish(state, keep=args.keep)
 
-        EmbeddedPostgres(state).stop()
-        if not args.keep:
-            shutil.rmtree(state, ignore_errors=True)
-        else:
-            print(f"kept {state}")
+
+def finish(state: Path, *, keep: bool) -> None:
+    """A bench's end, however it ends: the runs it started stopped (a run cut short by SIGTERM:
+    its process goes too), the state's Postgres stopped, the state removed unless ``keep``."""
+    for proc in RUNNING:
+        proc.terminate()
+        proc.wait()
+    from civicsetu_pipelines.store.database import EmbeddedPostgres
+
+    EmbeddedPostgres(state).stop()
+    if not keep:
+        shutil.rmtree(state, ignore_errors=True)
+    else:
+        print(f"kept {state}")
 
 
 def bench(

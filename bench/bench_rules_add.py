@@ -18,7 +18,6 @@ kept under ``~/.cache/civicsetu/bench-large-models``, exported once, in no figur
 from __future__ import annotations
 
 import argparse
-import shutil
 import signal
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_large import RUNNING, bare_encoding, civicsetu, materialize, setup_state  # noqa: E402
+from bench_large import bare_encoding, civicsetu, finish, materialize, setup_state  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "pdfs"
 
@@ -49,16 +48,7 @@ def main() -> None:
     try:
         bench(state, source, args.jurisdiction, args.title)
     finally:
-        for proc in RUNNING:
-            proc.terminate()
-            proc.wait()
-        from civicsetu_pipelines.store.database import EmbeddedPostgres
-
-        EmbeddedPostgres(state).stop()
-        if not args.keep:
-            shutil.rmtree(state, ignore_errors=True)
-        else:
-            print(f"kept {state}")
+        finish(state, keep=args.keep)
 
 
 def bench(state: Path, source: Path, j: str, title: str) -> None:
