@@ -30,7 +30,9 @@ def cli_env(
     golden_subset: Path,
 ) -> dict[str, str]:
     """``materialize --reports`` runs the answers and evaluation jobs after the partition: they
-    score the session's golden subset (``CIVICSETU_GOLDEN``), not the whole golden set."""
+    score four questions of the session's golden subset (``CIVICSETU_GOLDEN``: two of each half,
+    of the Act, the store holding CENTRAL alone); the evaluation job itself is proved on the
+    whole corpus by ``evaluate/test_evaluation.py``, the command here."""
     if not DEFAULT_MIRROR.is_dir():
         if os.environ.get("CI"):
             pytest.fail(f"corpus missing at {DEFAULT_MIRROR} (CI must have ../shared)")
@@ -38,7 +40,14 @@ def cli_env(
     env = dict(os.environ)
     env["CIVICSETU_STATE_DIR"] = str(tmp_path_factory.mktemp("cli_state"))
     env["CIVICSETU_DATABASE_URL"] = pg_url
-    env[ENV_GOLDEN] = str(golden_subset)
+    from civicsetu_pipelines.evaluate.scoring import load_golden, write_golden
+
+    central = [q for q in load_golden(golden_subset) if q.jurisdiction == "CENTRAL"]
+    chosen = [q for half in ("dev", "test") for q in [q for q in central if q.split == half][:2]]
+    assert len(chosen) == 4, "the golden subset holds two CENTRAL questions of each half"
+    golden = tmp_path_factory.mktemp("cli_golden") / "golden.jsonl"
+    write_golden(golden, chosen)
+    env[ENV_GOLDEN] = str(golden)
     return env
 
 
