@@ -401,8 +401,9 @@ def _absent(
 ) -> list[tuple[str, int]]:
     """The current versions of ``jurisdiction``'s documents not in ``keep`` (of those in
     ``only``, when given): (document key, version id), by key."""
-    # the current versions read and compared here: `NOT (key = ANY(<10,000 keys>))` compares
-    # each row with every key (seconds at 10,000 documents)
+    # one row a document (its current version), compared here with ``keep``; a load found the
+    # unregistered ones from its current units before (a DISTINCT over 222,000 rows, 0.27 s at
+    # 10,000 documents)
     cur.execute(
         "SELECT document_key, version_id FROM document_versions WHERE jurisdiction = %s "
         "AND status = 'current' AND (%s::text[] IS NULL OR document_key = ANY(%s)) "
