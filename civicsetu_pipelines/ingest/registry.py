@@ -448,6 +448,8 @@ def read_entries(path: Path, text: str | None = None) -> list[Any]:
     (:func:`_remembered_entries`): the same text is not parsed as YAML again."""
     if text is None:
         text = _read_text(path)
+    if len(text.encode("utf-8")) < REMEMBER_MIN_BYTES:  # a small file: parsed, nothing kept
+        return _yaml_entries(path, text)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     remembered = _remembered_entries(path, digest)
     if remembered is not None:
@@ -509,9 +511,7 @@ def write_registry_file(path: Path, header: str, entries: list[dict[str, Any]]) 
                      sort_keys=False, allow_unicode=True)  # fmt: skip
     text = header + body
     write_atomic(path, text.encode("utf-8"))
-    if all(isinstance(v, str | int | float | bool | None | list | dict)
-           for entry in entries for v in entry.values()):  # fmt: skip
-        _remember_entries(path, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), entries)
+    _remember_entries(path, text, hashlib.sha256(text.encode("utf-8")).hexdigest(), entries)
 
 
 def _yaml_entries(path: Path, text: str) -> list[Any]:

@@ -359,8 +359,8 @@ def load_partition(
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
         # what a load can change: its documents' units and those of documents no longer
         # registered (retired below); the others' are not read (issue 46)
-        unregistered = [key for key, _ in _absent(cur, jurisdiction, registry_keys, None)]
-        scope = sorted(loaded_keys | set(unregistered))
+        unregistered = _absent(cur, jurisdiction, registry_keys, None)  # retired below
+        scope = sorted(loaded_keys | {key for key, _ in unregistered})
         before = snapshot(cur, jurisdiction, scope)
         _stage(cur, assign_eids(chunks))
         for doc in documents:
@@ -383,7 +383,7 @@ def load_partition(
             )
             stats.superseded += cur.rowcount
         # Documents removed from the registry: retired, not left current.
-        for key, rows in _retire_absent(cur, jurisdiction, registry_keys, None, today).items():
+        for key, rows in _retire_versions(cur, unregistered, today).items():
             stats.superseded += rows
             stats.retired_documents.append(key)
         stats.changes = record_unit_changes(
@@ -414,20 +414,16 @@ def _absent(
     return [(str(key), int(version)) for key, version in cur.fetchall() if key not in kept]
 
 
-def _retire_absent(
-    cur: psycopg.Cursor[Any],
-    jurisdiction: str,
-    keep: Sequence[str],
-    only: Sequence[str] | None,
-    today: dt.date,
+def _retire_versions(
+    cur: psycopg.Cursor[Any], versions: Sequence[tuple[str, int]], today: dt.date
 ) -> dict[str, int]:
-    """Retire the current versions of ``jurisdiction``'s documents not in ``keep`` (of those in
-    ``only``, when given): the version ``retired`` from ``today``, its current rows superseded
-    from ``today`` and its scheduled rows (a point in time an amendment makes later) ended
-    before they start. The rows stay, dated: ``history`` and ``--as-of`` still read them.
-    Returns the rows ended, by document key."""
+    """Retire ``versions`` (document key, version id: :func:`_absent`'s): the version
+    ``retired`` from ``today``, its current rows superseded from ``today`` and its scheduled
+    rows (a point in time an amendment makes later) ended before they start. The rows stay,
+    dated: ``history`` and ``--as-of`` still read them. Returns the rows ended, by document
+    key."""
     retired: dict[str, int] = {}
-    for key, version_id in _absent(cur, jurisdiction, keep, only):
+    for key, version_id in versions:
         cur.execute(
             "UPDATE document_versions SET status = 'retired', valid_to = %s WHERE version_id = %s",
             (today, version_id),
@@ -461,10 +457,11 @@ def retire_documents(
     with conn.transaction(), conn.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"legal_chunks:{jurisdiction}",))
         # only the retired documents' units change: theirs are compared, not the jurisdiction's
-        absent = [key for key, _ in _absent(cur, jurisdiction, keep, only)]
-        before = snapshot(cur, jurisdiction, absent)
-        retired = _retire_absent(cur, jurisdiction, keep, only, today)
-        record_unit_changes(cur, jurisdiction, before, run_id or _run_id(), absent)
+        absent = _absent(cur, jurisdiction, keep, only)
+        keys = [key for key, _ in absent]
+        before = snapshot(cur, jurisdiction, keys)
+        retired = _retire_versions(cur, absent, today)
+        record_unit_changes(cur, jurisdiction, before, run_id or _run_id(), keys)
         forget_served(cur, jurisdiction, keep=keep, only=only)
         return retired
 
