@@ -21,7 +21,8 @@ def compare(
         typer.Option(
             "--matter",
             "-m",
-            help="A matter of data/matters.yaml (e.g. interest_rate); 'list' names them",
+            help="A matter of data/matters.yaml (e.g. interest_rate); 'all' every one; "
+            "'list' names them",
         ),
     ],  # fmt: skip
     jurisdiction: Annotated[
@@ -29,19 +30,21 @@ def compare(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """What each jurisdiction's rules fix for one matter, side by side, each value with its
-    verbatim quote, rule and page (as materialized: state_provisions)."""
+    """What each jurisdiction's rules fix for one matter (or ``all``), side by side, each value
+    with its verbatim quote, rule and page (as materialized: state_provisions)."""
     from civicsetu_pipelines.provisions import load_matter_specs, stored_provisions
 
     specs = {s.key: s for s in load_matter_specs()}
-    if matter == "list" or matter not in specs:
+    if matter == "list" or matter not in {*specs, "all"}:
         if matter != "list":
             console.print(f"[red]Unknown matter {matter!r}[/red]; one of: {', '.join(specs)}")
         for spec in specs.values():
             out.print(f"{spec.key}: {spec.name}")
         raise typer.Exit(0 if matter == "list" else 2)
     with connect_store() as conn:
-        rows = stored_provisions(conn, [j.upper() for j in jurisdiction or []], matter)
+        rows = stored_provisions(
+            conn, [j.upper() for j in jurisdiction or []], None if matter == "all" else matter
+        )
     if not rows:
         console.print("[red]No provisions stored yet: materialize the jurisdictions first "
                       "(civicsetu materialize)[/red]")  # fmt: skip
@@ -49,14 +52,16 @@ def compare(
     if as_json:
         print_json([dataclasses.asdict(r) for r in rows])
         return
-    table = Table(title=specs[matter].name)
-    for column in ("jurisdiction", "value", "rule", "page", "quote"):
-        table.add_column(column)
-    for r in rows:
-        table.add_row(r.jurisdiction, r.value or "not found", f"{r.label or ''} "
-                      f"({r.document_key})" if r.label else "", str(r.page or ""),
-                      r.quote or "")  # fmt: skip
-    out.print(table)
+    for key in dict.fromkeys(r.matter for r in rows):  # rows come ordered by matter
+        table = Table(title=specs[key].name if key in specs else key)
+        for column in ("jurisdiction", "value", "rule", "page", "quote"):
+            table.add_column(column)
+        for r in rows:
+            if r.matter == key:
+                table.add_row(r.jurisdiction, r.value or "not found", f"{r.label or ''} "
+                              f"({r.document_key})" if r.label else "", str(r.page or ""),
+                              r.quote or "")  # fmt: skip
+        out.print(table)
     out.print(DISCLAIMER, style="dim")
 
 

@@ -10,12 +10,25 @@ or dagster-celery's, chosen by run config (the launchpad, or ``civicsetu materia
 
 ``civicsetu materialize`` without ``--executor`` runs in its own process whatever this says
 (``execute_in_process``).
+
+The multiprocess default starts a run's step processes from a forkserver that has imported the
+definitions and Great Expectations once (:data:`PRELOAD`): each step process is a fork of it, not
+a fresh interpreter importing them again (2.5 s and 2.4 s here, paid by every step of a run
+launched by the daemon or the UI). ``start_method: {spawn: {}}`` in the run config restores
+Dagster's own default.
 """
 
 from __future__ import annotations
 
 import dagster as dg
 from dagster_celery import celery_executor
+
+# What the forkserver imports before it forks a run's step processes: the code location and the
+# checks' library (imported at a step's first check otherwise).
+PRELOAD = ("civicsetu_pipelines.definitions", "great_expectations")
+DEFAULT_CONFIG = {
+    "multiprocess": {"start_method": {"forkserver": {"preload_modules": list(PRELOAD)}}}
+}
 
 MODES: dict[str, dg.ExecutorDefinition] = {
     "multiprocess": dg.multiprocess_executor,
@@ -30,13 +43,14 @@ MODES: dict[str, dg.ExecutorDefinition] = {
         dg.Selector(
             {mode: definition.config_schema.as_field() for mode, definition in MODES.items()}
         ),
-        default_value={"multiprocess": {}},
+        default_value=DEFAULT_CONFIG,
     ),
     requirements=dg.multiple_process_executor_requirements(),
 )
 def civicsetu_executor(init_context: dg.InitExecutorContext) -> dg.Executor:
-    """Multiprocess (the default), in-process, or Celery workers (``celery``: broker, backend,
-    config_source, retries as dagster-celery takes them)."""
+    """Multiprocess (the default, its step processes forked from a preloaded forkserver),
+    in-process, or Celery workers (``celery``: broker, backend, config_source, retries as
+    dagster-celery takes them)."""
     ((mode, raw),) = init_context.executor_config.items()
     config: dict[str, object] = dict(raw)  # type: ignore[call-overload]
     definition = MODES[mode]
