@@ -93,6 +93,19 @@ echo "[setup] installing locked dependencies (uv sync --locked, extras: ${kept[*
 "$UV" sync --locked "${sync_args[@]}"
 printf '%s\n' "${kept[@]}" > "$record"
 
+# ranx's numba kernels, compiled into their on-disk cache once: otherwise every process that
+# first scores an evaluation (an evaluation run, each test worker) compiles them again. Only
+# with --kernels (scripts/test.sh, main.sh --reports): ingestion never scores, and the first
+# evaluation compiles and caches them itself (about 40-80 s here). One core's work for ~45 s: it
+# runs beside the bytecode compilation below, not after it.
+kernels_pid=""
+if [ "$kernels" = 1 ] && ! compgen -G ".venv/lib/python3*/site-packages/ranx/metrics/__pycache__/*.nbi" >/dev/null; then
+  echo "[setup] compiling ranx's numba kernels once (evaluation scoring), beside the bytecode ..."
+  kernels_start=$SECONDS
+  .venv/bin/python -c 'from civicsetu_pipelines.evaluate.metrics import compile_kernels as c; c()' &
+  kernels_pid=$!
+  trap '[ -n "$kernels_pid" ] && kill "$kernels_pid" 2>/dev/null' EXIT  # setup stopped: it too
+fi
 # Bytecode, as pip compiled it: this machine sets PYTHONDONTWRITEBYTECODE=1, so a module not
 # compiled here is compiled again by every process that imports it (importing the stack takes
 # twice as long). Everything the first time, then only what was installed since; the packages'
@@ -113,15 +126,10 @@ if [ ${#targets[@]} -gt 0 ]; then
   echo "[setup] bytecode compiled in $((SECONDS - start)) s"
   touch "$compiled"
 fi
-# ranx's numba kernels, compiled into their on-disk cache once: otherwise every process that
-# first scores an evaluation (an evaluation run, each test worker) compiles them again. Only
-# with --kernels (scripts/test.sh, main.sh --reports): ingestion never scores, and the first
-# evaluation compiles and caches them itself (about 40-80 s here).
-if [ "$kernels" = 1 ] && ! compgen -G "$site/ranx/metrics/__pycache__/*.nbi" >/dev/null; then
-  echo "[setup] compiling ranx's numba kernels once (evaluation scoring) ..."
-  start=$SECONDS
-  .venv/bin/python -c 'from civicsetu_pipelines.evaluate.metrics import compile_kernels as c; c()'
-  echo "[setup] kernels compiled in $((SECONDS - start)) s"
+if [ -n "$kernels_pid" ]; then
+  wait "$kernels_pid" || { echo "[setup] compiling ranx's numba kernels failed" >&2; exit 1; }
+  kernels_pid=""
+  echo "[setup] kernels compiled in $((SECONDS - kernels_start)) s"
 fi
 # The project's own modules too (installed editable, so uv does not compile them): a cold
 # `civicsetu ask` would otherwise compile every module it imports. Only changed files are redone.
