@@ -25,6 +25,7 @@ import asyncio
 import dataclasses
 import logging
 import os
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,8 +53,8 @@ class Judged:
     """One golden question, evaluated."""
 
     id: str
-    expected: tuple[str, ...]  # "JURISDICTION:Label" of the expected top-level units, best first
-    retrieved: tuple[str, ...]  # "JURISDICTION:Label" in ranked order (first occurrence counts)
+    expected: tuple[str, ...]  # golden names of the expected top-level units, best first
+    retrieved: tuple[str, ...]  # scored names (scored_name) in ranked order (first counts)
     expect_refusal: bool
     refused: bool
     citations_total: int
@@ -166,9 +167,56 @@ def governing_scores(items: Sequence[Judged]) -> dict[str, dict[str, float]]:
 DIVERSITY_K = 5
 
 
-def unit_key(c: Candidate) -> str:
-    """A candidate as scoring names units: "JURISDICTION:Section label"."""
-    return f"{c.row['jurisdiction']}:{c.row['section_label']}"
+# --- unit names -------------------------------------------------------------------------------
+#
+# A golden file names a unit "JURISDICTION:Label" (any document of the jurisdiction holding that
+# label) or "JURISDICTION:document_key:Label" (that document's only: Gujarat's three rule sets
+# share rule numbers 1-14). A retrieved unit is scored under the name it answers to among the
+# question's own (:func:`scored_name`), else under its full name, which no golden name equals
+# unless it names that document; ranx and the governing metrics then compare strings.
+
+DOCUMENT_KEY = re.compile(r"[a-z0-9][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class UnitName:
+    """A golden unit name, parsed: the document is None when any of the jurisdiction's is."""
+
+    jurisdiction: str
+    document: str | None
+    label: str
+
+    @classmethod
+    def parse(cls, name: str) -> UnitName:
+        parts = name.split(":", 2)
+        if len(parts) == 3 and DOCUMENT_KEY.fullmatch(parts[1]):
+            return cls(parts[0], parts[1], parts[2])
+        jurisdiction, _, label = name.partition(":")
+        return cls(jurisdiction, None, label)
+
+    def matches(self, jurisdiction: str, document: str, label: str) -> bool:
+        return (self.jurisdiction == jurisdiction and self.label == label
+                and self.document in (None, document))  # fmt: skip
+
+
+def full_name(jurisdiction: str, document: str, label: str) -> str:
+    """A unit's full name: "JURISDICTION:document_key:Label"."""
+    return f"{jurisdiction}:{document}:{label}"
+
+
+def scored_name(wanted: Sequence[str], jurisdiction: str, document: str, label: str) -> str:
+    """The name a retrieved unit is scored under: the first of ``wanted`` (the question's
+    golden names) it answers to, else its :func:`full_name`."""
+    for name in wanted:
+        if UnitName.parse(name).matches(jurisdiction, document, label):
+            return name
+    return full_name(jurisdiction, document, label)
+
+
+def unit_key(c: Candidate, wanted: Sequence[str] = ()) -> str:
+    """A candidate as scoring names units (:func:`scored_name` among ``wanted``)."""
+    return scored_name(wanted, c.row["jurisdiction"], c.row["document_key"],
+                       c.row["section_label"])  # fmt: skip
 
 
 def governing_placement(
@@ -192,13 +240,13 @@ def governing_placement(
     top ``k`` (the hit@``k`` the cap cost, not the ranking). None when the question has no
     governing unit or none is among the candidates."""
     wanted = set(governing)
-    unit = next((c for c in candidates if unit_key(c) in wanted), None)
+    unit = next((c for c in candidates if unit_key(c, governing) in wanted), None)
     if unit is None:
         return None
-    key = unit_key(unit)
-    before = _unique([unit_key(c) for c in candidates])
-    after = _unique([unit_key(c) for c in final])
-    first = next((i for i, c in enumerate(final) if unit_key(c) == key), len(final))
+    key = unit_key(unit, governing)
+    before = _unique([unit_key(c, governing) for c in candidates])
+    after = _unique([unit_key(c, governing) for c in final])
+    first = next((i for i, c in enumerate(final) if unit_key(c, governing) == key), len(final))
     placed = final[first] if first < len(final) else None
     best_after = next((i for i, label in enumerate(after, start=1) if label in wanted), None)
     candidate_rank = before.index(key) + 1

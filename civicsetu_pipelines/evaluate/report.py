@@ -173,6 +173,12 @@ def problem(row: Mapping[str, Any] | Question) -> tuple[int, str]:
     return 7, "no problem found"
 
 
+def shown_questions(questions: Sequence[Question]) -> list[Question]:
+    """The questions a report shows one by one: all but the test half's, which is reported as
+    aggregates only (issue 47: a reader who has seen its questions has tuned on them)."""
+    return [q for q in questions if q.raw.get("split") != "test"]
+
+
 def worst_key(row: Mapping[str, Any] | Question) -> tuple[Any, ...]:
     """Sort key of the worst questions (worst first); see the module docstring."""
     q = row if isinstance(row, Question) else to_question(row)
@@ -603,6 +609,7 @@ def _page(
     identity: Mapping[str, Any] | None = None,
 ) -> str:
     means_head, means_rows = _means(questions)
+    shown = shown_questions(questions)
     template = _templates().get_template(PAGE_TEMPLATE)
     return template.render(
         title=title,
@@ -628,16 +635,17 @@ def _page(
         headline=_headline(questions, headline, thresholds, previous, previous_rows),
         identity=identity,
         splits=splits_section(questions, thresholds),
-        diversity=_diversity(questions),
+        diversity=_diversity(shown),
         refusals=_refusal_rows(questions),
         means_head=means_head,
         means_rows=means_rows,
         latency=_latency_stats(questions),
         runs=runs,
-        worst=_worst_rows(sorted(questions, key=worst_key)[:WORST_COUNT]),
+        worst=_worst_rows(sorted(shown, key=worst_key)[:WORST_COUNT]),
         full_columns=["RR" if m == "reciprocal_rank" else label(m) for m in _FULL_COLUMNS],
-        questions=_question_rows(questions),
+        questions=_question_rows(shown),
         csv_name=CSV_NAME,
+        hidden=len(questions) - len(shown),
         ranking=ranking,
         states=states,
         changes=changes,
@@ -713,13 +721,14 @@ def _markdown(
             status = "pass" if passes(value, threshold) else "**FAIL**"
         shown = "" if threshold is None else f"≥ {threshold:g}"
         lines.append(f"| {_md(label(key))} | {_fmt(value, 3)} | {shown} | {status} |")
-    diversity = _diversity(questions)
+    listed = shown_questions(questions)
+    diversity = _diversity(listed)
     if diversity["measured"]:
         ids = ", ".join(f"`{row['q'].qid.replace('`', chr(39))}`" for row in diversity["rows"])
         lines += ["", f"**Governing provision moved out of the top {diversity['k']} by "
                   f"diversity**: {diversity['count']} of {diversity['scored']} questions "
                   f"(share {diversity['share']}){': ' + ids if ids else ''}"]  # fmt: skip
-    worst = sorted(questions, key=worst_key)[:MARKDOWN_WORST]
+    worst = sorted(listed, key=worst_key)[:MARKDOWN_WORST]
     if worst:
         lines += ["", f"**{len(worst)} worst questions**", ""]
         for index, q in enumerate(worst, start=1):
@@ -837,7 +846,7 @@ def render_report(
         summary_markdown_image="",
     )
     write_atomic(paths.summary_png, summary)
-    write_atomic(paths.csv, _csv_bytes(questions))
+    write_atomic(paths.csv, _csv_bytes(shown_questions(questions)))
     write_atomic(paths.html, page.encode("utf-8"))
     return ReportFiles(
         html=paths.html,

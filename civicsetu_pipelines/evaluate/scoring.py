@@ -35,6 +35,7 @@ from civicsetu_pipelines.evaluate.metrics import (
     DIVERSITY_K,
     GOVERNING_KS,
     Judged,
+    UnitName,
     citation_validity,
     governing_placement,
     governing_scores,
@@ -42,6 +43,7 @@ from civicsetu_pipelines.evaluate.metrics import (
     ragas_non_llm,
     refusal_correct,
     retrieval_scores,
+    scored_name,
 )
 from civicsetu_pipelines.evaluate.significance import PairedTest, bootstrap_ci, paired_test
 from civicsetu_pipelines.store import Change, record_changes
@@ -98,9 +100,10 @@ class GoldenQuestion(BaseModel):
     @field_validator("expected_sections", "governing")
     @classmethod
     def _labels(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        bad = [v for v in value if ":" not in v or not v.split(":", 1)[1].strip()]
+        bad = [v for v in value if ":" not in v or not UnitName.parse(v).label.strip()]
         if bad:
-            raise ValueError(f"units must look like 'CENTRAL:Section 18', not {bad}")
+            example = "'GUJARAT:gujarat_general_rules_2017:Rule 16'"
+            raise ValueError(f"units must look like 'CENTRAL:Section 18' or {example}, not {bad}")
         return value
 
     @model_validator(mode="after")
@@ -211,19 +214,22 @@ class EvalResult:
 
 
 def _units_text(conn: psycopg.Connection[Any], keys: Iterable[str]) -> dict[str, str]:
-    """Text of each "JURISDICTION:Section label" unit (all its parts, in order)."""
-    wanted = sorted(set(keys))
-    if not wanted:
+    """Text of each named unit (:class:`UnitName`; all its parts, in order; a name without a
+    document: the label's units in every document of the jurisdiction)."""
+    names = {k: UnitName.parse(k) for k in sorted(set(keys))}
+    if not names:
         return {}
-    pairs = [k.split(":", 1) for k in wanted]
     with conn.cursor() as cur:
         cur.execute(
-            "SELECT jurisdiction || ':' || section_label, string_agg(text, E'\\n' ORDER BY "
-            "document_key, ordinal) FROM legal_chunks WHERE status = 'current' AND "
-            "(jurisdiction, section_label) IN (SELECT * FROM unnest(%s::text[], %s::text[])) "
-            "GROUP BY 1",
-            ([p[0] for p in pairs], [p[1] for p in pairs]),
-        )
+            "SELECT w.name, string_agg(c.text, E'\\n' ORDER BY c.document_key, c.ordinal) "
+            "FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) "
+            "AS w(name, jurisdiction, document, label) JOIN legal_chunks c "
+            "ON c.jurisdiction = w.jurisdiction AND c.section_label = w.label "
+            "AND (w.document IS NULL OR c.document_key = w.document) "
+            "WHERE c.status = 'current' GROUP BY w.name",
+            (list(names), [n.jurisdiction for n in names.values()],
+             [n.document for n in names.values()], [n.label for n in names.values()]),
+        )  # fmt: skip
         return {str(key): str(text) for key, text in cur.fetchall()}
 
 
@@ -286,7 +292,8 @@ def evaluate(
             if memo is not None and key is not None:
                 memo.put(key, (answers[item.id], placements[item.id]))
         result = answers[item.id]
-        retrieved = tuple(f"{r['jurisdiction']}:{r['section']}" for r in result["retrieved"])
+        retrieved = tuple(scored_name(item.expected_sections, r["jurisdiction"], r["document"],
+                                      r["section"]) for r in result["retrieved"])  # fmt: skip
         retrieved_text = _units_text(conn, retrieved)
         judged.append(
             Judged(
@@ -558,18 +565,27 @@ _JSON_COLUMNS = frozenset({"retrieved", "expected", "governing", "governing_plac
 
 def cited_units(citations: Sequence[Mapping[str, Any]]) -> list[dict[str, str]]:
     """The units an answer cites, once each, in order: ``{"unit": "J:Section label",
-    "chunk_id": ...}`` (the chunk id tells one point in time of a unit from another)."""
+    "chunk_id": ..., "document": ...}`` (the chunk id tells one point in time of a unit from
+    another)."""
     seen = dict.fromkeys(
-        (f"{c.get('jurisdiction')}:{c.get('section')}", str(c.get("chunk_id"))) for c in citations
-    )
-    return [{"unit": unit, "chunk_id": chunk} for unit, chunk in seen]
+        (f"{c.get('jurisdiction')}:{c.get('section')}", str(c.get("chunk_id")),
+         str(c.get("document"))) for c in citations
+    )  # fmt: skip
+    return [{"unit": unit, "chunk_id": chunk, "document": document}
+            for unit, chunk, document in seen]  # fmt: skip
 
 
 def _governing_cited(row: Mapping[str, Any]) -> list[dict[str, str]]:
     """The citations of a question's answer to the units that govern it (its expected units
-    when the golden row names none governing), sorted."""
-    governing = set(row.get("governing") or ()) or set(row.get("expected") or ())
-    cited = [c for c in row.get("cited") or () if c.get("unit") in governing]
+    when the golden row names none governing), sorted; a unit and chunk each (a citation
+    recorded before documents were, matched by its jurisdiction and label)."""
+    names = [UnitName.parse(n) for n in row.get("governing") or row.get("expected") or ()]
+    cited = []
+    for c in row.get("cited") or ():
+        jurisdiction, _, label = str(c.get("unit")).partition(":")
+        document = c.get("document")
+        if any(n.matches(jurisdiction, document or str(n.document), label) for n in names):
+            cited.append({"unit": c["unit"], "chunk_id": c["chunk_id"]})
     return sorted(cited, key=lambda c: (c["unit"], c["chunk_id"]))
 
 
@@ -580,11 +596,12 @@ def citation_changes(
 ) -> list[Change]:
     """The golden questions whose governing citations changed since their previous run
     (``previous``: each question's cited units then): a unit no longer cited, newly cited, or
-    cited at another point in time (another chunk id, e.g. after an amendment)."""
+    cited at another point in time (another chunk id, e.g. after an amendment). The test
+    half's questions are left out: the report shows it as aggregates only (issue 47)."""
     out = []
     for row in rows:
         qid = str(row["question_id"])
-        if qid not in previous or row.get("cited") is None:
+        if qid not in previous or row.get("cited") is None or row.get("split") == "test":
             continue
         before = _governing_cited({**row, "cited": previous[qid]})
         after = _governing_cited(row)

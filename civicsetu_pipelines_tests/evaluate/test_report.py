@@ -465,7 +465,7 @@ def test_the_learned_ranking_beside_the_hand_set_one(tmp_path: Path, report: Rep
     assert "<th>dev governing mrr</th>" in table and "<td>points-c1</td>" in table
     assert ">0.772<" in table and "<td>—</td>" in table  # a variant without a test score
     assert "<td>penalty_lookup</td>" in table and ">0.950<" in table and ">learned test<" in table
-    assert "worst test questions, learned ranking" in table
+    assert "worst dev questions, learned ranking" in table
     assert "q-17: When &lt;now&gt;?" in table  # escaped
     # without a learned ranker the section and its link are not there
     assert 'id="ranking"' not in report.html.read_text(encoding="utf-8")
@@ -577,6 +577,28 @@ def test_the_questions_diversity_moved_the_governing_provision_out_of(
     assert json.loads(placed[rows[6]["question_id"]]) == kept  # one JSON object per row
     # rows recorded without placements: the section says so, nothing is counted
     assert "recorded no placement" in report.html.read_text(encoding="utf-8")
+
+
+def test_the_test_half_is_shown_as_aggregates_never_question_by_question(
+    tmp_path: Path,
+) -> None:
+    """Issue 47: a reader who sees the test half's questions tunes on them. Its questions are in
+    no list, table, CSV row or Markdown line; the halves' figures count them."""
+    rows = [{**r, "split": ("dev", "test")[i % 2]} for i, r in enumerate(make_rows())]
+    test = [r for r in rows if r["split"] == "test"]
+    files = render_report(tmp_path, rows=rows, headline=make_headline(rows), history=[],
+                          title="t", generated_at=GENERATED_AT, thresholds=THRESHOLDS)  # fmt: skip
+    text = files.html.read_text(encoding="utf-8")
+    with files.csv.open(encoding="utf-8") as handle:
+        listed = {row["question_id"] for row in csv.DictReader(handle)}
+    assert listed == {r["question_id"] for r in rows if r["split"] == "dev"}
+    for r in test:
+        assert f'data-question-id="{r["question_id"]}"' not in text
+        assert f">{r['question_id']}<" not in text and f"`{r['question_id']}`" not in files.markdown
+    assert f"but the {len(test)} of the test half" in text
+    halves = text[text.index('id="splits"') : text.index('id="diversity"')]
+    assert f"test (n={len(test)})" in halves  # the test half's size, an aggregate
+    assert "worst questions" in files.markdown  # of the dev half
 
 
 def test_no_questions_and_no_thresholds(tmp_path: Path) -> None:

@@ -270,7 +270,8 @@ def _reported(headline: Mapping[str, Any]) -> dict[str, float]:
 
 def side_by_side(rows_by_ranker: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Per query type, each ranker's governing MRR on dev and on test; and each ranker's WORST
-    test questions (refused wrongly first, then the lowest governing reciprocal rank)."""
+    dev questions (refused wrongly first, then the lowest governing reciprocal rank): the test
+    half is shown as aggregates only, never question by question (issue 47)."""
     by_type: dict[str, dict[str, Any]] = {}
     worst: dict[str, list[dict[str, Any]]] = {}
     for name, rows in rows_by_ranker.items():
@@ -278,9 +279,9 @@ def side_by_side(rows_by_ranker: dict[str, list[dict[str, Any]]]) -> dict[str, A
             cell = by_type.setdefault(kind, {})
             for half in ("dev", "test"):
                 cell[f"{name} {half}"] = groups.get(half, {}).get("governing_mrr")
-        test = [r for r in rows if r.get("split") == "test"]
+        dev = [r for r in rows if r.get("split") == "dev"]
         ordered = sorted(
-            test,
+            dev,
             key=lambda r: (bool(r["refusal_correct"]), r.get("governing_rr") or 0.0,
                            r["question_id"]),
         )  # fmt: skip
