@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from civicsetu_pipelines.answer.citations import quote_in, sentences, split_across_pages
+from civicsetu_pipelines.answer.confidence import LEVELS, confidence
 from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.ranking import Candidate, scoring_terms, term_overlap
@@ -39,7 +40,6 @@ from civicsetu_pipelines.base import canonical_flat
 from civicsetu_pipelines.ingest import authority_of, citation_role, is_case_law, unit_uri
 from civicsetu_pipelines.store import EvidenceDistances
 
-THIN_OVERLAP = 0.34  # below this share of terms, confidence is low
 MAX_QUOTES = 4
 QUOTES_PER_UNIT = 2
 MAX_QUOTE_CHARS = 600
@@ -81,7 +81,7 @@ class Composer:
             "status": "answered",
             "refusal_reason": None,
             "answer": render_answer(citations),
-            "confidence": confidence(query, ranked),
+            **confident(query, ranked),
             "citations": citations,
             "retrieved": [unit_summary(c) for c in ranked],
             "related": [],
@@ -135,7 +135,7 @@ class Composer:
             "status": "answered",
             "refusal_reason": None,
             "answer": text.strip(),
-            "confidence": confidence(query, ranked),
+            **confident(query, ranked),
             "citations": citations,
             "retrieved": [unit_summary(c) for c in ranked],
             "related": [],
@@ -306,7 +306,7 @@ class Comparison:
             "refusal_reason": None,
             "answer": "\n".join(lines),
             "confidence": min_confidence(
-                [confidence(query, [c for c in ranked_all if c.row["jurisdiction"] == side])
+                [confidence(query, [c for c in ranked_all if c.row["jurisdiction"] == side])[0]
                  for side in answered_sides]
             ),
             "citations": citations,
@@ -441,31 +441,34 @@ def render_answer(citations: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def confidence(query: Query, ranked: Sequence[Candidate]) -> str:
-    """high | medium | low, from the evidence alone (never from a model).
+def confident(query: Query, ranked: Sequence[Candidate]) -> dict[str, Any]:
+    """An answer's ``confidence`` (``answer.confidence``: high | medium | low) and the
+    probability it rests on; a ``low`` one says it is not sure (:func:`not_sure`)."""
+    level, p = confidence(query, ranked)
+    out: dict[str, Any] = {"confidence": level, "confidence_probability": round(p, 3)}
+    if level == "low":
+        out["not_sure"] = not_sure(ranked)
+    return out
 
-    high: the question names the unit cited, or the best unit is in the top 3 of both the
-    vector and full-text rankings and shares at least half of the question's terms;
-    medium: the best unit shares a third of the terms or is found by both rankings;
-    low: otherwise.
-    """
-    if not ranked:
-        return "low"
-    best = ranked[0]
-    if best.exact:
-        return "high"
-    overlap = term_overlap(query.terms, best.row.get("text"))
-    both = "vector" in best.ranks and "fulltext" in best.ranks
-    if both and best.ranks["vector"] <= 3 and best.ranks["fulltext"] <= 3 and overlap >= 0.5:
-        return "high"
-    if overlap >= THIN_OVERLAP or both:
-        return "medium"
-    return "low"
+
+def not_sure(ranked: Sequence[Candidate]) -> dict[str, Any]:
+    """What an answer below ``medium`` says: that it is not sure, the nearest provisions as
+    ones that may be relevant, and what to ask instead."""
+    seen = dict.fromkeys((str(c.row["jurisdiction"]), c.label, str(c.row["document_key"]))
+                         for c in ranked)  # fmt: skip
+    return {
+        "message": "Not sure: the provisions quoted are the nearest found, but the evidence "
+        "does not show that they decide this question.",
+        "may_be_relevant": [
+            {"jurisdiction": j, "label": label, "document": d} for j, label, d in list(seen)[:5]
+        ],  # fmt: skip
+        "ask_instead": "Ask again naming the state and what the provision is about (e.g. "
+        "'registration of an agent in Gujarat'), or the provision itself (e.g. 'Section 18').",
+    }
 
 
 def min_confidence(levels: Sequence[str]) -> str:
-    order = ["low", "medium", "high"]
-    return min(levels, key=order.index) if levels else "low"
+    return min(levels, key=LEVELS.index) if levels else "low"
 
 
 def _heading(citation: Mapping[str, Any]) -> str:

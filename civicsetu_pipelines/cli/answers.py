@@ -77,8 +77,16 @@ def ask(
             out.print(f"  related, not answering: {rel['jurisdiction']} {rel['label']} "
                       f"({rel['document']})")  # fmt: skip
     else:
+        unsure = result.get("not_sure")
+        if unsure:
+            out.print(f"[yellow]{unsure['message']}[/yellow]")
         out.print(result["answer"], markup=False, highlight=False)
         out.print(f"\nconfidence: {result['confidence']}")
+        if unsure:
+            for rel in unsure["may_be_relevant"]:
+                out.print(f"  may be relevant: {rel['jurisdiction']} {rel['label']} "
+                          f"({rel['document']})", markup=False)  # fmt: skip
+            out.print(unsure["ask_instead"], markup=False)
         for c in result["citations"]:
             role = c.get("role") or ("case law" if c.get("case_law") else "law")
             shown = "" if role == "law" else f" ({role})"
@@ -224,7 +232,8 @@ def eval_command(
         table.add_column(f"{half} ({n})", justify="right")
     table.add_column("target", justify="right")
     shown = ["governing_hit_at_1", "governing_hit_at_5", "governing_mrr",
-             "plain_governing_hit_at_3", "plain_answered", f"hit_at_{k}", "mrr", "ndcg_at_10",
+             "plain_governing_hit_at_3", "plain_answered", "selective_precision",
+             "confident_coverage", f"hit_at_{k}", "mrr", "ndcg_at_10",
              "recall_at_5", "citation_validity", "refusal_correctness", "context_precision",
              "context_recall", "answer_similarity", "latency_p50_ms",
              "latency_p95_ms"]  # fmt: skip

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from matplotlib import colormaps
@@ -237,6 +238,19 @@ def bars_png(questions: Sequence[Question], thresholds: Mapping[str, float]) -> 
     return _png(fig)
 
 
+def _finish(
+    fig: Figure, ax: Axes, xlabel: str, ylabel: str, legend: Literal["upper right", "lower left"]
+) -> bytes:
+    """Axis labels, small ticks, no top or right spine, the legend where ``legend`` says."""
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.set_ylabel(ylabel, fontsize=9)
+    ax.tick_params(labelsize=8)
+    for spine in ("top", "right"):
+        ax.spines[spine].set_visible(False)
+    ax.legend(fontsize=8, frameon=False, loc=legend)
+    return _png(fig)
+
+
 def latency_png(questions: Sequence[Question]) -> bytes:
     """A histogram of the latencies, stacked by status, with p50 and p95 marked."""
     fig = Figure(figsize=(11.0, 3.6), dpi=DPI, layout="constrained")
@@ -276,13 +290,51 @@ def latency_png(questions: Sequence[Question]) -> bytes:
     for value, name, style in ((p50, "p50", "-"), (p95, "p95", "--")):
         ax.axvline(value, color="#222222", linestyle=style, linewidth=1.2)
         ax.text(value, top * 1.12, f" {name} {value:,.0f} ms", ha="left", va="top", fontsize=9)
-    ax.set_xlabel("latency (ms)", fontsize=9)
-    ax.set_ylabel("questions", fontsize=9)
-    ax.tick_params(labelsize=8)
-    for spine in ("top", "right"):
-        ax.spines[spine].set_visible(False)
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
-    return _png(fig)
+    return _finish(fig, ax, "latency (ms)", "questions", "upper right")
+
+
+RISK_COVERAGE_TARGETS = (0.95, 0.80)  # issue 47: right this often, answering this many
+
+
+def risk_coverage(questions: Sequence[Question]) -> list[tuple[float, float]]:
+    """(share answered confidently, share of those right) as the confidence threshold falls:
+    over the questions with a governing provision, answers taken by their confidence
+    probability, highest first; a refused question is never covered. Right: a governing
+    provision in the top 3."""
+    scored = [q for q in questions if q.raw.get("governing_hit_at_3") is not None]
+    answered = [q for q in scored if q.status == "answered"
+                and q.raw.get("confidence_probability") is not None]  # fmt: skip
+    answered.sort(key=lambda q: (-float(q.raw["confidence_probability"]), q.qid))
+    points, right = [], 0.0
+    for n, q in enumerate(answered, start=1):
+        right += float(q.raw["governing_hit_at_3"])
+        points.append((n / len(scored), right / n))
+    return points
+
+
+def risk_coverage_png(questions: Sequence[Question]) -> bytes:
+    """The risk-coverage curve of each half (and all): the share of confident answers that are
+    right against the share of questions answered, the targets dashed."""
+    fig = Figure(figsize=(7.0, 4.0), dpi=DPI, layout="constrained")
+    ax = fig.add_subplot()
+    halves = [h for h in ("dev", "test") if any(q.raw.get("split") == h for q in questions)]
+    curves = {h: risk_coverage([q for q in questions if q.raw.get("split") == h]) for h in halves}
+    curves["all"] = risk_coverage(questions)
+    if not curves["all"]:
+        ax.set_axis_off()
+        _message(fig, "no confidence recorded")
+        return _png(fig)
+    for name, points in curves.items():
+        if points:
+            xs, ys = zip(*points, strict=True)
+            ax.plot(xs, ys, label=f"{name} ({len(points)} answered)", linewidth=1.4)
+    precision, coverage = RISK_COVERAGE_TARGETS
+    ax.axhline(precision, color="#222222", linestyle="--", linewidth=1)
+    ax.axvline(coverage, color="#222222", linestyle=":", linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0.5, 1.01)
+    return _finish(fig, ax, "share of questions answered with at least this confidence",
+                   "share of those right (governing in top 3)", "lower left")  # fmt: skip
 
 
 def trend_png(runs: Sequence[Run], thresholds: Mapping[str, float]) -> bytes:

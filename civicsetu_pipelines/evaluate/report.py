@@ -115,6 +115,7 @@ SECTIONS = (
     ("hit5", "Hit@5 by jurisdiction and query type"),
     ("refusals", "Refusal correctness"),
     ("means", "Metric means by jurisdiction"),
+    ("confidence", "Confidence: risk and coverage"),
     ("latency", "Latency"),
     ("trend", "Trend across runs"),
     ("worst", "Ten worst questions"),
@@ -813,6 +814,7 @@ def render_report(
         ),
         "means": plots.bars_png(questions, thresholds),
         "latency": plots.latency_png(questions),
+        "confidence": plots.risk_coverage_png(questions),
     }
     if history:
         images["trend"] = plots.trend_png(runs, thresholds)

@@ -50,6 +50,8 @@ LABELS = {
     "governing_hit_at_5": "governing hit@5", "governing_mrr": "governing MRR",
     "governing_rr": "governing RR", "plain_governing_hit_at_3": "plain: governing in top 3",
     "plain_answered": "plain: answered",
+    "selective_precision": "confident answers right (governing in top 3)",
+    "confident_coverage": "answered confidently (high or medium)",
     "diversity_displaced": "governing moved out of the top 5 by diversity",
     "diversity_displaced_share": "share moved out of the top 5 by diversity",
 }  # fmt: skip

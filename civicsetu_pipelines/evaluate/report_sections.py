@@ -101,7 +101,8 @@ def ranking_section(ranking: Mapping[str, Any] | None) -> dict[str, Any] | None:
 
 SPLIT_METRICS = (
     "governing_hit_at_1", "governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
-    "plain_answered", "hit_at_5", "mrr", "citation_validity", "refusal_correctness",
+    "plain_answered", "selective_precision", "confident_coverage", "hit_at_5", "mrr",
+    "citation_validity", "refusal_correctness",
     "diversity_displaced_share", "latency_p95_ms",
 )  # fmt: skip
 SPLIT_KIND_METRICS = ("governing_hit_at_5", "governing_mrr", "refusal_correctness")

@@ -52,6 +52,7 @@ GOLDEN_JSONL = DATA_DIR / "golden.jsonl"
 QUERY_TYPES = ("fact_lookup", "cross_reference", "penalty_lookup", "temporal", "comparison",
                "out_of_scope")  # fmt: skip
 SPLITS = ("dev", "test")  # dev: tuned on; test: only ever scored
+CONFIDENT = ("high", "medium")  # the confidences an answer is given without "not sure"
 # The targets of the golden set (issue 15), held on the test half: the governing provision
 # ranked (hit@5, MRR over questions that have one), plain-language questions' governing
 # provision in the top 3 and answered, refusals, citations.
@@ -337,6 +338,10 @@ def evaluate(
             "expected": list(item.expected_sections),
             "governing": list(item.governing),
             "cited": cited_units(result["citations"]),
+            "confidence": result.get("confidence") if result["status"] == "answered" else None,
+            "confidence_probability": result.get("confidence_probability")
+            if result["status"] == "answered"
+            else None,
             "answer": result["answer"],
         }
         row["hit_at_1"] = scores.get("hit@1")
@@ -405,7 +410,19 @@ def _keyed(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[str, float
         for r in plain
         if not r["expect_refusal"]
     ]
+    # Confidence that means something (issue 47): of the answers given with a confidence of
+    # CONFIDENT, the share with a governing provision in the top 3; of the questions that have
+    # one, the share answered with such a confidence (rows recorded before confidence was: none)
+    governed = [r for r in rows if r.get("governing_hit_at_3") is not None and "confidence" in r]
+    out["selective_precision"] = [
+        (ids[id(r)], float(r["governing_hit_at_3"])) for r in governed if _confident(r)
+    ]
+    out["confident_coverage"] = [(ids[id(r)], float(_confident(r))) for r in governed]
     return out
+
+
+def _confident(row: Mapping[str, Any]) -> bool:
+    return row.get("status") == "answered" and row.get("confidence") in CONFIDENT
 
 
 def per_question(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
@@ -558,7 +575,8 @@ def by_kind_and_split(
 _QUESTION_COLUMNS = (
     "question_id", "jurisdiction", "query_type", "split", "phrasing", "query", "status",
     "refusal_reason", "expect_refusal", "refusal_correct", *ROW_METRICS, "latency_ms",
-    "retrieved", "expected", "governing", "governing_placement", "cited",
+    "retrieved", "expected", "governing", "governing_placement", "cited", "confidence",
+    "confidence_probability",
 )  # fmt: skip
 _JSON_COLUMNS = frozenset({"retrieved", "expected", "governing", "governing_placement", "cited"})
 

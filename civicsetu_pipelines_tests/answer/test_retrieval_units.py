@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from civicsetu_pipelines.answer.answers import model_distances
 from civicsetu_pipelines.answer.citations import quote_in
@@ -19,9 +20,16 @@ from civicsetu_pipelines.answer.compose import (
     MAX_QUOTES,
     _trim,
     choose_quotes,
-    confidence,
+    confident,
     min_confidence,
     render_answer,
+)
+from civicsetu_pipelines.answer.confidence import (
+    LEVELS,
+    TARGET_PRECISION,
+    ConfidenceError,
+    confidence,
+    read_model,
 )
 from civicsetu_pipelines.answer.questions import Query, understand
 from civicsetu_pipelines.answer.ranking import (
@@ -949,21 +957,43 @@ def test_a_verdict_reads_the_evidence_not_the_places_diversity_gave_it() -> None
 
 
 def test_confidence_levels() -> None:
+    """The named unit is high; otherwise the packaged model's probability decides, and a
+    stronger reading of the same unit (both lists first, all terms, a clear lead) is never
+    less sure than a weaker one; below medium the answer says it is not sure."""
     query = ask("Can the allottee get a refund with interest?")  # 3 terms
-    two = "refund with interest"  # 2 of 3 terms
-    one = "a refund"  # 1 of 3 terms: below THIN_OVERLAP (0.34)
-    assert confidence(query, []) == "low"
-    assert confidence(query, [cand("a", exact=True, text="nothing")]) == "high"
-    both_top = {"vector": 1, "fulltext": 3}
-    assert confidence(query, [cand("a", ranks=both_top, text=two)]) == "high"
-    assert confidence(query, [cand("a", ranks=both_top, text=one)]) == "medium"  # both rankings
-    assert confidence(query, [cand("a", ranks={"vector": 4, "fulltext": 1}, text=two)]) == "medium"
-    assert confidence(query, [cand("a", ranks={"vector": 1}, text=two)]) == "medium"
-    assert confidence(query, [cand("a", ranks={"vector": 1}, text=one)]) == "low"
-    assert confidence(query, [cand("a", via="family", text="nothing")]) == "low"
-    # only the best unit counts
-    ranked = [cand("a", ranks={"vector": 1}, text="x"), cand("b", exact=True, text=two)]
-    assert confidence(query, ranked) == "low"
+    assert confidence(query, []) == ("low", 0.0)
+    assert confidence(query, [cand("a", exact=True, text="nothing")]) == ("high", 1.0)
+    strong = [cand("a", ranks={"vector": 1, "fulltext": 1}, distance=0.2, score=3.0,
+                   text="refund with interest"),
+              cand("b", label="Section 19", score=1.0, text="x")]  # fmt: skip
+    weak = [cand("a", ranks={"vector": 9}, distance=0.6, score=1.2, text="a refund"),
+            cand("b", label="Section 19", score=1.19, text="x")]  # fmt: skip
+    (level_strong, p_strong), (level_weak, p_weak) = (
+        confidence(query, strong),
+        confidence(query, weak),
+    )
+    assert p_strong > p_weak and LEVELS.index(level_strong) >= LEVELS.index(level_weak)
+    assert level_weak == "low"
+    shown = confident(query, weak)
+    assert shown["confidence"] == "low" and shown["confidence_probability"] == round(p_weak, 3)
+    assert shown["not_sure"]["message"].startswith("Not sure")
+    assert [r["label"] for r in shown["not_sure"]["may_be_relevant"]] == [
+        weak[0].label,
+        weak[1].label,
+    ]
+    assert "not_sure" not in confident(query, [cand("a", exact=True, text="nothing")])
+
+
+def test_the_confidence_model_is_read_from_its_file_or_named_missing(tmp_path: Path) -> None:
+    model = read_model()
+    assert set(model.thresholds) == {"medium", "high"} and model.provenance["golden_sha256"]
+    assert model.provenance["dev"]["selective_precision"] >= TARGET_PRECISION["medium"]
+    with pytest.raises(ConfidenceError, match="missing.yaml.*calibrate_confidence"):
+        read_model(tmp_path / "missing.yaml")
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump({**model.as_yaml(), "features": ["score"]}))
+    with pytest.raises(ConfidenceError, match="features"):
+        read_model(other)
 
 
 def test_min_confidence() -> None:

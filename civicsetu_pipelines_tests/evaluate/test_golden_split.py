@@ -186,3 +186,24 @@ def test_a_unit_named_with_its_document_is_scored_in_that_document_only() -> Non
     assert governing_scores([ranked])["g"]["governing_rr"] == 0.5
     with pytest.raises(ValidationError, match="units must look like"):
         question("bad", expected_sections=["GUJARAT:gujarat_general_rules_2017:"], governing=[])
+
+
+def test_confident_answers_are_measured_by_how_often_they_are_right() -> None:
+    """Selective precision: of the answers given with confidence high or medium, the share
+    with a governing provision in the top 3; coverage: of the questions with one, the share
+    answered so. A low-confidence answer or a refusal counts against coverage only."""
+
+    def row(qid: str, status: str, confidence: str | None, hit: float) -> dict[str, object]:
+        return {"question_id": qid, "split": "dev", "phrasing": "legal", "status": status,
+                "confidence": confidence, "governing_hit_at_3": hit, "governing_rr": hit,
+                "expect_refusal": False, "refusal_correct": True, "latency_ms": 1.0}  # fmt: skip
+
+    rows = [row("a", "answered", "high", 1.0), row("b", "answered", "medium", 0.0),
+            row("c", "answered", "medium", 1.0), row("d", "answered", "low", 0.0),
+            row("e", "refused", None, 0.0)]  # fmt: skip
+    figures = by_split(rows)["dev"]
+    assert figures["selective_precision"] == pytest.approx(2 / 3, abs=1e-4)
+    assert figures["confident_coverage"] == pytest.approx(3 / 5, abs=1e-4)
+    # a row recorded before confidence was has neither figure
+    old = [{k: v for k, v in r.items() if k != "confidence"} for r in rows]
+    assert by_split(old)["dev"]["selective_precision"] is None

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from civicsetu_pipelines.evaluate.plots import png_size, risk_coverage, risk_coverage_png
 from civicsetu_pipelines.evaluate.render_check import (
     RENDER_CHECK_SCRIPT,
     ChromiumNotFoundError,
@@ -35,6 +36,7 @@ from civicsetu_pipelines.evaluate.report import (
     render_report,
     worst_key,
 )
+from civicsetu_pipelines.evaluate.report_data import Question, to_question
 
 GENERATED_AT = datetime(2025, 11, 20, 9, 30, tzinfo=UTC)
 THRESHOLDS = {"hit_at_5": 0.9, "mrr": 0.75, "citation_validity": 1.0, "refusal_correctness": 0.9}
@@ -285,8 +287,8 @@ def test_html_is_self_contained(report: ReportFiles) -> None:
     # every href is an in-page anchor or the CSV next to the page
     hrefs = re.findall(r'href="([^"]*)"', text)
     assert hrefs and all(h.startswith("#") or h == "per_question.csv" for h in hrefs), hrefs
-    # five figures (hit@5, refusals, means, latency, trend), each a decodable PNG data URI
-    assert len(parsed.images) == 5
+    # six figures (hit@5, refusals, means, confidence, latency, trend), each a decodable PNG
+    assert len(parsed.images) == 6
     for image in parsed.images:
         src = str(image["src"])
         assert src.startswith("data:image/png;base64,")
@@ -423,11 +425,11 @@ def test_output_is_deterministic(tmp_path: Path) -> None:
 def test_empty_and_single_run_history(tmp_path: Path) -> None:
     empty = render(tmp_path / "empty", history=[]).html.read_text(encoding="utf-8")
     assert 'id="first-run"' in empty and "First run" in empty
-    assert len(_structure(empty).images) == 4  # no trend picture
+    assert len(_structure(empty).images) == 5  # no trend picture
     assert "Previous run" in empty and _structure(empty).problems == []
     single = render(tmp_path / "single", history=make_history(1)).html.read_text(encoding="utf-8")
     assert 'id="first-run"' not in single and "over the last 2 runs" in single
-    assert len(_structure(single).images) == 5
+    assert len(_structure(single).images) == 6
 
 
 def test_history_that_already_holds_this_run(tmp_path: Path) -> None:
@@ -687,3 +689,14 @@ def test_the_trend_draws_each_runs_interval_as_a_band() -> None:
     assert all(r.intervals == {} for r in plain)
     with_bands, without = plots.trend_png(runs, {}), plots.trend_png(plain, {})
     assert with_bands.startswith(b"\x89PNG") and with_bands != without
+
+
+def test_the_risk_coverage_curve_takes_answers_from_the_most_confident_down() -> None:
+    def question(qid: str, p: float | None, hit: float, status: str = "answered") -> Question:
+        return to_question({"question_id": qid, "status": status, "governing_hit_at_3": hit,
+                            "confidence_probability": p, "split": "dev"})  # fmt: skip
+
+    questions = [question("a", 0.9, 1.0), question("b", 0.8, 0.0), question("c", 0.7, 1.0),
+                 question("d", None, 0.0, status="refused")]  # fmt: skip
+    assert risk_coverage(questions) == [(0.25, 1.0), (0.5, 0.5), (0.75, 2 / 3)]
+    assert png_size(risk_coverage_png(questions))[0] > 0

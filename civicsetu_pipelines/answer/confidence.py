@@ -1,0 +1,135 @@
+"""How sure an answer is: a probability that its governing provision is among the first three
+units it serves, from the evidence alone, and the level it is said with (issue 47).
+
+Pure domain code. An answer from the unit the question names ("Section 18") is ``high``: it
+is what was asked for. Otherwise the probability is a logistic model over what the ranking read
+of the best unit (:func:`evidence_features`): its ranks in the vector and full-text lists, its
+distance to the question, its share of the question's terms, its score and its lead over the
+best unit of another provision. The model is fitted on questions the corpus itself
+teaches (the mined training questions of ``rank.pairs``: FAQ questions, titles, lay rewrites,
+judgment sentences, never a golden question), and its two thresholds are chosen on the golden
+set's dev half so that ``high`` and ``medium`` answers are right (a governing provision in the
+top 3) at least as often as :data:`TARGET_PRECISION` says; below ``medium`` an answer is
+``low``: it says it is not sure. ``bench/calibrate_confidence.py`` fits and chooses them and
+writes ``data/confidence.yaml`` with what it was fitted on (hashes, counts, the dev and test
+figures); a missing file is an error naming it, never a silent default.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from civicsetu_pipelines.answer.questions import Query
+from civicsetu_pipelines.answer.ranking import Candidate, term_overlap
+from civicsetu_pipelines.base import DATA_DIR
+
+CONFIDENCE_YAML = DATA_DIR / "confidence.yaml"
+LEVELS = ("low", "medium", "high")
+TARGET_PRECISION = {"medium": 0.95, "high": 0.98}  # on dev: right this often, at least
+FEATURES = ("vector_rr", "fulltext_rr", "distance", "overlap", "score", "lead", "lists")
+FAR = 1.0  # the distance of a unit no vector list ranked
+
+
+def evidence_features(query: Query, ranked: Sequence[Candidate]) -> dict[str, float]:
+    """What the probability reads of the served units (best first): see the module docstring.
+    ``lead``: the best unit's score less that of the first unit of another provision (another
+    document or label) below it; ``lists``: how many candidate lists ranked it."""
+    best = ranked[0]
+
+    def provision(c: Candidate) -> tuple[Any, Any]:
+        return c.row.get("document_key"), c.row.get("section_label")
+
+    other = next((c for c in ranked[1:] if provision(c) != provision(best)), None)
+    vector, fulltext = best.ranks.get("vector"), best.ranks.get("fulltext")
+    return {
+        "vector_rr": 1.0 / vector if vector else 0.0,
+        "fulltext_rr": 1.0 / fulltext if fulltext else 0.0,
+        "distance": float(best.distance) if best.distance is not None else FAR,
+        "overlap": term_overlap(query.terms, best.row.get("text")),
+        "score": float(best.score),
+        "lead": float(best.score - other.score) if other is not None else float(best.score),
+        "lists": float(len(best.ranks)),
+    }
+
+
+@dataclass(frozen=True)
+class ConfidenceModel:
+    """A logistic model over standardized :data:`FEATURES` and the thresholds of its levels."""
+
+    means: tuple[float, ...]
+    scales: tuple[float, ...]
+    weights: tuple[float, ...]
+    intercept: float
+    thresholds: Mapping[str, float]  # "medium", "high": the least probability of each level
+    provenance: Mapping[str, Any]
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        z = self.intercept + sum(
+            w * (features[name] - m) / s
+            for name, m, s, w in zip(FEATURES, self.means, self.scales, self.weights, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def level(self, p: float) -> str:
+        if p >= self.thresholds["high"]:
+            return "high"
+        return "medium" if p >= self.thresholds["medium"] else "low"
+
+    def as_yaml(self) -> dict[str, Any]:
+        return {
+            "features": list(FEATURES),
+            "means": [round(float(v), 6) for v in self.means],
+            "scales": [round(float(v), 6) for v in self.scales],
+            "weights": [round(float(v), 6) for v in self.weights],
+            "intercept": round(float(self.intercept), 6),
+            "thresholds": {k: round(float(v), 6) for k, v in self.thresholds.items()},
+            "provenance": dict(self.provenance),
+        }
+
+
+class ConfidenceError(RuntimeError):
+    """The confidence model's file is missing or not what this code reads."""
+
+
+def read_model(path: Path = CONFIDENCE_YAML) -> ConfidenceModel:
+    """The model of ``path`` (default: the packaged one); a clear error naming the file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if list(raw["features"]) != list(FEATURES):
+            raise ConfidenceError(f"{path}: its features {raw['features']} are not {FEATURES}; "
+                                  "fit it again: bench/calibrate_confidence.py")  # fmt: skip
+        return ConfidenceModel(
+            tuple(float(v) for v in raw["means"]), tuple(float(v) for v in raw["scales"]),
+            tuple(float(v) for v in raw["weights"]), float(raw["intercept"]),
+            {k: float(raw["thresholds"][k]) for k in ("medium", "high")},
+            dict(raw.get("provenance") or {}),
+        )  # fmt: skip
+    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+        raise ConfidenceError(
+            f"{path}: cannot read the confidence model ({exc}); fit it: "
+            ".venv/bin/python bench/calibrate_confidence.py --write"
+        ) from exc
+
+
+@lru_cache(maxsize=1)
+def packaged_model() -> ConfidenceModel:
+    return read_model()
+
+
+def confidence(query: Query, ranked: Sequence[Candidate]) -> tuple[str, float]:
+    """The level an answer from ``ranked`` is given, and the probability it rests on (1.0 for
+    the unit the question names)."""
+    if not ranked:
+        return "low", 0.0
+    if ranked[0].exact:
+        return "high", 1.0
+    model = packaged_model()
+    p = model.probability(evidence_features(query, ranked))
+    return model.level(p), p
