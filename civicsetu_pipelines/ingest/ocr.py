@@ -36,7 +36,6 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 import pymupdf
-from scipy import ndimage
 
 from civicsetu_pipelines.base import Settings, canonicalize
 
@@ -485,6 +484,8 @@ def unread_regions(ink: npt.NDArray[np.bool_], words: Sequence[_PixelWord]) -> i
     word-sized blobs, and a blob counts when it is about a text line high, at least a letter
     wide, dense enough to be print and clear of the page's left and right edges (binding
     shadows, punch holes)."""
+    from scipy import ndimage  # only a page being OCR'd needs it (0.3 s of every import)
+
     height = int(np.median([w.height for w in words])) if words else 24
     left = ink.copy()
     for w in words:
