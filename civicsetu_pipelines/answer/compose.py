@@ -305,10 +305,9 @@ class Comparison:
             "status": "answered",
             "refusal_reason": None,
             "answer": "\n".join(lines),
-            "confidence": min_confidence(
-                [confidence(query, [c for c in ranked_all if c.row["jurisdiction"] == side])[0]
-                 for side in answered_sides]
-            ),
+            **_least_sure([confidence(query, [c for c in ranked_all
+                                              if c.row["jurisdiction"] == side])
+                           for side in answered_sides], ranked_all),  # fmt: skip
             "citations": citations,
             "comparison": sides,
             "retrieved": [unit_summary(c) for c in ranked_all],
@@ -444,11 +443,7 @@ def render_answer(citations: Sequence[Mapping[str, Any]]) -> str:
 def confident(query: Query, ranked: Sequence[Candidate]) -> dict[str, Any]:
     """An answer's ``confidence`` (``answer.confidence``: high | medium | low) and the
     probability it rests on; a ``low`` one says it is not sure (:func:`not_sure`)."""
-    level, p = confidence(query, ranked)
-    out: dict[str, Any] = {"confidence": level, "confidence_probability": round(p, 3)}
-    if level == "low":
-        out["not_sure"] = not_sure(ranked)
-    return out
+    return _least_sure([confidence(query, ranked)], ranked)
 
 
 def not_sure(ranked: Sequence[Candidate]) -> dict[str, Any]:
@@ -465,6 +460,16 @@ def not_sure(ranked: Sequence[Candidate]) -> dict[str, Any]:
         "ask_instead": "Ask again naming the state and what the provision is about (e.g. "
         "'registration of an agent in Gujarat'), or the provision itself (e.g. 'Section 18').",
     }
+
+
+def _least_sure(sides: Sequence[tuple[str, float]], ranked: Sequence[Candidate]) -> dict[str, Any]:
+    """A comparison is as sure as its least sure side (its level and probability)."""
+    level = min_confidence([lvl for lvl, _ in sides])
+    p = min((p for _, p in sides), default=0.0)
+    out: dict[str, Any] = {"confidence": level, "confidence_probability": round(p, 3)}
+    if level == "low":
+        out["not_sure"] = not_sure(ranked)
+    return out
 
 
 def min_confidence(levels: Sequence[str]) -> str:
