@@ -162,7 +162,6 @@ def eval_command(
         THRESHOLDS,
         GoldenError,
         by_kind_and_split,
-        diversity_displaced,
         evaluate,
         evaluation_identity,
         golden_sha256,
@@ -208,7 +207,7 @@ def eval_command(
                     evidence_distances=dataclasses.asdict(distances))  # fmt: skip
     splits = found["by_split"]
     kinds = by_kind_and_split(result.rows)
-    displaced = diversity_displaced(result.rows)
+    displaced = found["diversity_displaced"]  # the test half's ids left out
     if as_json:
         rows = [
             {"id": r["question_id"], "split": r["split"], "phrasing": r["phrasing"],
@@ -218,10 +217,13 @@ def eval_command(
              "governing": r["governing"], "governing_placement": r["governing_placement"],
              "status": r["status"],
              "refusal_correct": r["refusal_correct"],
-             "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"]}
+             "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"],
+             "confidence": r["confidence"]}
             for r in result.rows
+            if r.get("split") != "test"  # the test half: its aggregates only (issue 47)
         ]  # fmt: skip
-        print_json({**found, "questions": rows})
+        hidden = len(result.rows) - len(rows)
+        print_json({**found, "questions": rows, "test_questions_not_listed": hidden})
         return
     halves = list(splits)
     table = Table(title=f"Golden evaluation: {len(result.rows)} questions from {path.name} "
