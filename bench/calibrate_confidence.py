@@ -29,6 +29,7 @@ With ``--write``, the model and all of this go to ``civicsetu_pipelines/data/con
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -173,8 +174,7 @@ def main() -> None:
         "dev": figures["dev"],
         "test": figures["test"],
     }
-    chosen = ConfidenceModel(model.means, model.scales, model.weights, model.intercept,
-                             cuts, provenance)  # fmt: skip
+    chosen = dataclasses.replace(model, thresholds=cuts, provenance=provenance)
     print(yaml.safe_dump(chosen.as_yaml(), sort_keys=False))
     if args.write:
         CONFIDENCE_YAML.write_text(

@@ -165,6 +165,7 @@ def eval_command(
         evaluate,
         evaluation_identity,
         golden_sha256,
+        in_test_half,
         load_golden,
         open_memo,
         record,
@@ -220,7 +221,7 @@ def eval_command(
              "citation_validity": r["citation_validity"], "latency_ms": r["latency_ms"],
              "confidence": r["confidence"]}
             for r in result.rows
-            if r.get("split") != "test"  # the test half: its aggregates only (issue 47)
+            if not in_test_half(r)  # the test half: its aggregates only
         ]  # fmt: skip
         hidden = len(result.rows) - len(rows)
         print_json({**found, "questions": rows, "test_questions_not_listed": hidden})

@@ -6,6 +6,7 @@ Modules, in the order they build on each other:
 * ``significance`` -- bootstrap intervals over questions and paired randomization tests
 * ``identity`` -- what an evaluation was measured on (served rows, ranker, model, k, golden)
 * ``scoring`` -- the golden set, scoring one run, its history in Postgres
+* ``splits`` -- the golden set's dev/test halves, grouped by governing provision
 * ``report_data`` -- the per-question data model of the report
 * ``plots`` -- the report's matplotlib figures
 * ``report`` -- the HTML report (templates/), CSV and markdown

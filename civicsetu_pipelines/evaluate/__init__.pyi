@@ -18,7 +18,6 @@ from .scoring import (
     EvalResult as EvalResult,
     GoldenError as GoldenError,
     GoldenQuestion as GoldenQuestion,
-    assign_splits as assign_splits,
     by_kind_and_split as by_kind_and_split,
     by_split as by_split,
     diversity_displaced as diversity_displaced,
@@ -26,6 +25,7 @@ from .scoring import (
     golden_sha256 as golden_sha256,
     held_out as held_out,
     history as history,
+    in_test_half as in_test_half,
     intervals as intervals,
     load_golden as load_golden,
     paired_changes as paired_changes,
@@ -39,4 +39,8 @@ from .significance import (
     PairedTest as PairedTest,
     bootstrap_ci as bootstrap_ci,
     paired_test as paired_test,
+)
+from .splits import (
+    assign_splits as assign_splits,
+    split_overlap as split_overlap,
 )

@@ -176,8 +176,10 @@ def problem(row: Mapping[str, Any] | Question) -> tuple[int, str]:
 
 def shown_questions(questions: Sequence[Question]) -> list[Question]:
     """The questions a report shows one by one: all but the test half's, which is reported as
-    aggregates only (issue 47: a reader who has seen its questions has tuned on them)."""
-    return [q for q in questions if q.raw.get("split") != "test"]
+    aggregates only (:func:`~civicsetu_pipelines.evaluate.scoring.in_test_half`)."""
+    from civicsetu_pipelines.evaluate.scoring import in_test_half
+
+    return [q for q in questions if not in_test_half(q.raw)]
 
 
 def worst_key(row: Mapping[str, Any] | Question) -> tuple[Any, ...]:

@@ -8,7 +8,6 @@ ranking: the engine sees only the question text (and nothing else of the golden 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -146,52 +145,6 @@ def load_golden(path: Path | str = GOLDEN_JSONL) -> list[GoldenQuestion]:
     if not out:
         raise GoldenError(f"{path}: no questions")
     return out
-
-
-def assign_splits(questions: Sequence[GoldenQuestion]) -> list[GoldenQuestion]:
-    """Every question with a dev/test split, stratified by :attr:`GoldenQuestion.stratum`.
-
-    A question that has a split keeps it (a test question never moves to dev once tuning may have
-    seen dev). Unsplit ones are taken in the order of the sha256 of their id (not of their text,
-    so rewording a question does not move it): in each stratum they first even out the halves,
-    then alternate dev, test; the one left over by an odd stratum goes to the half with fewer
-    questions overall. Each stratum ends within one question of even, and so do the halves.
-    """
-    by_stratum: dict[tuple[str, str, str], list[GoldenQuestion]] = {}
-    counts: dict[tuple[str, str, str], dict[str, int]] = {}
-    for q in questions:
-        halves = counts.setdefault(q.stratum, dict.fromkeys(SPLITS, 0))
-        if q.split is None:
-            by_stratum.setdefault(q.stratum, []).append(q)
-        else:
-            halves[q.split] += 1
-    assigned: dict[str, str] = {}
-    leftovers: list[GoldenQuestion] = []
-    for stratum, new in by_stratum.items():
-        halves = counts[stratum]
-        new.sort(key=lambda q: _id_hash(q.id))
-        while new and halves["dev"] != halves["test"]:
-            half = min(SPLITS, key=halves.__getitem__)
-            halves[half] += 1
-            assigned[new.pop(0).id] = half
-        for index, q in enumerate(new[: len(new) // 2 * 2]):
-            assigned[q.id] = SPLITS[index % 2]
-        leftovers += new[len(new) // 2 * 2 :]
-    total = dict.fromkeys(SPLITS, 0)
-    for q in questions:
-        split = q.split or assigned.get(q.id)
-        if split is not None:
-            total[split] += 1
-    for q in sorted(leftovers, key=lambda q: _id_hash(q.id)):
-        half = min(SPLITS, key=lambda name: (total[name], SPLITS.index(name)))
-        total[half] += 1
-        assigned[q.id] = half
-    return [q.model_copy(update={"split": assigned[q.id]}) if q.id in assigned else q
-            for q in questions]  # fmt: skip
-
-
-def _id_hash(qid: str) -> str:
-    return hashlib.sha256(qid.encode("utf-8")).hexdigest()
 
 
 def write_golden(path: Path | str, questions: Sequence[GoldenQuestion]) -> None:
@@ -521,10 +474,17 @@ def summary(
     }
 
 
+def in_test_half(row: Mapping[str, Any]) -> bool:
+    """A question of the test half: every report of an evaluation shows that half as
+    aggregates only, never question by question (issue 47: a reader who has seen its
+    questions has tuned on them)."""
+    return row.get("split") == "test"
+
+
 def _unseen_ids(figure: dict[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """``figure`` with its question ids of the test half left out (its count and share stay:
-    aggregates), as every report of an evaluation shows that half (issue 47)."""
-    test = {r["question_id"] for r in rows if r.get("split") == "test"}
+    aggregates)."""
+    test = {r["question_id"] for r in rows if in_test_half(r)}
     return {**figure, "questions": [q for q in figure["questions"] if q not in test]}
 
 
@@ -626,7 +586,7 @@ def citation_changes(
     out = []
     for row in rows:
         qid = str(row["question_id"])
-        if qid not in previous or row.get("cited") is None or row.get("split") == "test":
+        if qid not in previous or row.get("cited") is None or in_test_half(row):
             continue
         before = _governing_cited({**row, "cited": previous[qid]})
         after = _governing_cited(row)
