@@ -86,17 +86,17 @@ class AnswerSettings:
 
 def model_distances(config: EmbeddingConfig | None) -> EvidenceDistances:
     """The evidence distances calibrated for the model of ``config`` (``evidence_distances`` in
-    data/models.yaml). A model never calibrated answers with the default model's, and the log
-    says so: its refusals are not measured. An embedder that names no config is the default
-    model."""
+    data/models.yaml, or in a taught encoder's ``encoder.json``). A model never calibrated
+    answers with the default model's, and the log says so: its refusals are not measured. An
+    embedder that names no config is the default model."""
     default = EmbeddingConfig()
     config = config or default
     calibrated = config.evidence_distances
     if calibrated is None:
         log.warning(
-            "embedding model %s has no evidence distances calibrated in data/models.yaml: its "
-            "refusals use %s's, which may not fit its vectors (bench/calibrate_refusals.py "
-            "calibrates them on the golden set's dev half)",
+            "embedding model %s has no evidence distances calibrated (data/models.yaml, or a "
+            "taught encoder's encoder.json): its refusals use %s's, which may not fit its "
+            "vectors (bench/calibrate_refusals.py calibrates them on the golden set's dev half)",
             config.model,
             default.model,
         )

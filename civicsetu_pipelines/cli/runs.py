@@ -182,6 +182,44 @@ def materialize(
         raise typer.Exit(1)
 
 
+def teach_encoder(
+    epochs: Annotated[int, typer.Option(min=1, help="Passes over the training pairs")] = 3,
+) -> None:
+    """Teach the embedding model the stored corpus's language (encoder_job, minutes).
+
+    The questions mined from the stored corpus (titles, FAQ and judgment citations, derivations,
+    lay rewrites; never the golden files) fine-tune the packaged MiniLM, which is exported to
+    ONNX and judged against the packaged model on the golden dev half by vector search alone.
+    The model is saved under <models>/encoders/, named by its version (its training data's
+    hash); it is served only when CIVICSETU_EMBED_MODEL names its folder, and then every stored
+    unit is embedded again by the next materialize."""
+    from civicsetu_pipelines.defs import build_definitions
+    from civicsetu_pipelines.operate import open_instance, prepare_dagster_home, run_job
+
+    settings = Settings.from_env()
+    prepare_dagster_home(settings)
+    definitions = build_definitions(settings)
+    with (
+        open_instance() as instance,
+        console.status("teaching the encoder ...") as status,
+        _watching(status, definitions),
+    ):
+        done = run_job(instance, definitions.resolve_job_def("encoder_job"),
+                       {"corpus_encoder": {"epochs": epochs}})  # fmt: skip
+    if not done.success:
+        console.print(f"[red]encoder_job FAILED[/red] (run {done.run_id}): see `civicsetu dev`")
+        raise typer.Exit(1)
+    made = done.asset_materializations_for_node("corpus_encoder")[-1]
+    metadata = {k: v.value for k, v in made.metadata.items()}
+    for check in done.get_asset_check_evaluations():
+        verdict = "[green]better[/green]" if check.passed else "[yellow]not better[/yellow]"
+        console.print(f"{verdict} than the packaged model: {check.description}")
+    console.print(f"encoder_job: [green]ok[/green] (run {done.run_id}), version "
+                  f"{metadata['version']}, {metadata['seconds']} s\nServe it with: "
+                  f"{metadata['serve']} (the next `civicsetu materialize` embeds every stored "
+                  "unit with it; its refusal distances: bench/calibrate_refusals.py)")  # fmt: skip
+
+
 def _watching(status: Any, definitions: Any) -> Any:
     """A :class:`RunWatcher` printing this process's runs' steps: on a terminal in the status
     line; elsewhere (a log, CI) as lines, each step's start and a long step's last message."""

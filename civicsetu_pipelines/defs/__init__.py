@@ -11,6 +11,7 @@ from civicsetu_pipelines.defs.assets import (
     akn,
     answers,
     documents,
+    encoder,
     evaluation,
     graph,
     ingest,
@@ -22,6 +23,7 @@ from civicsetu_pipelines.defs.executors import civicsetu_executor
 from civicsetu_pipelines.defs.io_managers import PartitionedParquetIOManager
 from civicsetu_pipelines.defs.jobs import (
     build_answers_job,
+    build_encoder_job,
     build_evaluation_job,
     build_ingest_job,
 )
@@ -31,7 +33,8 @@ from civicsetu_pipelines.defs.sensors import build_gazette_sensor, build_orphane
 from civicsetu_pipelines.operate import registry_files_for
 
 # The asset modules, in the order data flows through them.
-ASSET_MODULES = [ingest, store, graph, akn, provisions, documents, answers, ranking, evaluation]
+ASSET_MODULES = [ingest, store, graph, akn, provisions, documents, answers, ranking, encoder,
+                 evaluation]  # fmt: skip
 
 
 def build_definitions(settings: Settings | None = None) -> dg.Definitions:
@@ -44,7 +47,7 @@ def build_definitions(settings: Settings | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=dg.load_assets_from_modules(ASSET_MODULES),
         asset_checks=dg.load_asset_checks_from_modules(ASSET_MODULES),
-        jobs=[ingest_job, build_answers_job(), build_evaluation_job()],
+        jobs=[ingest_job, build_answers_job(), build_evaluation_job(), build_encoder_job()],
         schedules=build_reingest_schedules(ingest_job),
         sensors=[
             build_gazette_sensor(

@@ -9,7 +9,7 @@ WORKLOAD_TAG = "civicsetu/workload"
 
 # Assets over every jurisdiction at once: materialized by their own job after the partitions.
 UNPARTITIONED = ("answers", "prescribed_matters", "state_divergences", "training_pairs",
-                 "learned_ranker", "golden_eval_all", "eval_report")  # fmt: skip
+                 "learned_ranker", "golden_eval_all", "eval_report", "corpus_encoder")  # fmt: skip
 # Per-jurisdiction assets that are evaluation, not ingestion: left out of ingest_job (a
 # jurisdiction's golden questions scored there took 28% of a cold materialization, and
 # golden_eval_all scores them all again after the partitions); materialized per partition from
@@ -47,6 +47,18 @@ def build_evaluation_job() -> dg.UnresolvedAssetJobDefinition:
         ),
         description="Mine training questions from the corpus, learn a ranker (served when it "
         "wins on dev), score all golden questions against the stores and render the report",
+    )
+
+
+def build_encoder_job() -> dg.UnresolvedAssetJobDefinition:
+    """Teach the encoder the corpus's language, on demand (minutes of training: never part of
+    ingestion or of the evaluation job)."""
+    return dg.define_asset_job(
+        "encoder_job",
+        selection=dg.AssetSelection.assets("training_pairs", "corpus_encoder"),
+        description="Mine training questions from the stored corpus, fine-tune the packaged "
+        "MiniLM on them "
+        "and judge it against the packaged model on the golden dev half (vector search alone)",
     )
 
 

@@ -9,6 +9,9 @@ from .memo import (
     open_memo as open_memo,
     ranking_key as ranking_key,
 )
+from .metrics import (
+    UnitName as UnitName,
+)
 from .report import (
     render_report as render_report,
 )

@@ -328,10 +328,14 @@ def fail_orphaned_runs(instance: dg.DagsterInstance) -> list[tuple[str, str]]:
     return marked
 
 
-def run_job(instance: dg.DagsterInstance, job: dg.JobDefinition) -> dg.ExecuteInProcessResult:
-    """Execute an unpartitioned job (e.g. ``answers_job``) through the instance."""
+def run_job(
+    instance: dg.DagsterInstance, job: dg.JobDefinition, ops: Mapping[str, Any] | None = None
+) -> dg.ExecuteInProcessResult:
+    """Execute an unpartitioned job (e.g. ``answers_job``) through the instance, quietly, with
+    ``ops`` (an asset's name to its config) as its run config's ops."""
+    config: dict[str, Any] = {**QUIET, "ops": {k: {"config": v} for k, v in (ops or {}).items()}}
     return job.execute_in_process(
-        instance=instance, raise_on_error=False, run_config=QUIET, tags=process_tags()
+        instance=instance, raise_on_error=False, run_config=config, tags=process_tags()
     )
 
 

@@ -1,5 +1,11 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .encoder import (
+    EncoderOutcome as EncoderOutcome,
+    TuningSettings as TuningSettings,
+    read_manifest as read_manifest,
+    teach_encoder as teach_encoder,
+)
 from .pairs import (
     TrainingQuery as TrainingQuery,
     counts as counts,

@@ -51,13 +51,16 @@ from .embedders import (
 )
 from .embedding import (
     PACKAGED_MODEL as PACKAGED_MODEL,
+    TAUGHT_MANIFEST as TAUGHT_MANIFEST,
     Embedder as Embedder,
     EmbeddingConfig as EmbeddingConfig,
     EvidenceDistances as EvidenceDistances,
     WindowedEmbedder as WindowedEmbedder,
     document_text as document_text,
     embedding_config_from_env as embedding_config_from_env,
+    model_source as model_source,
     sha256_file as sha256_file,
+    taught_manifest as taught_manifest,
     text_sha256 as text_sha256,
 )
 from .fingerprints import (
@@ -99,6 +102,7 @@ from .onnx_model import (
     OnnxEmbedder as OnnxEmbedder,
     ensure_onnx_model as ensure_onnx_model,
     export_pending as export_pending,
+    source_fingerprint as source_fingerprint,
     verify_export as verify_export,
 )
 from .points_in_time import (

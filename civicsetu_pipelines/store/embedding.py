@@ -25,6 +25,7 @@ import abc
 import functools
 import hashlib
 import importlib.metadata
+import json
 import logging
 import os
 import shutil
@@ -234,10 +235,37 @@ class EmbeddingConfig:
 
     @property
     def evidence_distances(self) -> EvidenceDistances | None:
-        """The packaged model's calibrated evidence distances; None for a model never
+        """The calibrated evidence distances: a packaged model's (data/models.yaml), or those a
+        taught encoder's manifest records (``encoder.json``); None for a model never
         calibrated."""
         packaged = self.packaged
-        return packaged.evidence_distances if packaged else None
+        if packaged:
+            return packaged.evidence_distances
+        return _evidence_distances(taught_manifest(self.model).get("evidence_distances"))
+
+
+TAUGHT_MANIFEST = "encoder.json"  # written by rank.encoder beside a taught encoder's weights
+
+
+def taught_manifest(model: str, *, verify: bool = False) -> dict[str, Any]:
+    """The manifest of the encoder this project taught at folder ``model`` ({} for any other
+    model): its version, base, settings, weights and their sha256 and, once calibrated, its
+    evidence distances. ``verify``: the weights are checked against the sha256 it records
+    (ModelChecksumError naming the file when they differ)."""
+    path = Path(model).expanduser() / TAUGHT_MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        record = json.loads(path.read_text())
+        weights, wanted = path.parent / str(record["weights"]), str(record["sha256"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelError(f"{path}: cannot read the taught encoder's manifest ({exc})") from exc
+    if verify:
+        digest = sha256_file(weights) if weights.is_file() else "missing"
+        if digest != wanted:
+            raise ModelChecksumError(f"{weights}: sha256 {digest} is not the {wanted} its "
+                                     f"{TAUGHT_MANIFEST} records")  # fmt: skip
+    return dict(record)
 
 
 def packaged_archive_parts(model: PackagedModel) -> list[Path]:
@@ -439,6 +467,7 @@ def model_source(config: EmbeddingConfig, models_dir: Path) -> str:
     configured name or path."""
     packaged = config.packaged
     if packaged is None:
+        taught_manifest(config.model, verify=True)  # a taught encoder's weights, checked
         return config.model
     return str(ensure_packaged_model(models_dir, packaged, config.weights_sha256 or ""))
 

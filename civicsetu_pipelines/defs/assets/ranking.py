@@ -80,7 +80,7 @@ def training_pairs(context: dg.AssetExecutionContext, postgres: PostgresResource
     )  # fmt: skip
 
 
-def _read_pairs(path: Any) -> list[TrainingQuery]:
+def read_pairs(path: Any) -> list[TrainingQuery]:
     lines = path.read_text().splitlines()
     return [TrainingQuery.from_row(json.loads(line)) for line in lines if line.strip()]
 
@@ -144,7 +144,7 @@ def learned_ranker(
     variants, blends = _variants(config)
     ranker_dir = Settings.from_env().ranker_dir
     pairs_path = ranker_dir / PAIRS_FILE
-    queries = _read_pairs(pairs_path)[:: config.mined_every]
+    queries = read_pairs(pairs_path)[:: config.mined_every]
     golden = load_golden(Settings.from_env().golden_path)
     dev_half = [g for g in golden if g.split == "dev"]
     settings = answering.settings()
