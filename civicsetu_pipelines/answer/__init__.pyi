@@ -2,11 +2,13 @@
 
 from .answers import (
     AnswerSettings as AnswerSettings,
-    QueryEmbedder as QueryEmbedder,
     QueryEngine as QueryEngine,
     answer as answer,
     default_query_embedder as default_query_embedder,
     settings_from_env as settings_from_env,
+)
+from .candidates import (
+    Candidate as Candidate,
 )
 from .citations import (
     quote_in as quote_in,
@@ -20,7 +22,6 @@ from .questions import (
 )
 from .ranking import (
     FEATURES as FEATURES,
-    Candidate as Candidate,
     DeterministicReranker as DeterministicReranker,
     LinearReranker as LinearReranker,
     RankerFileError as RankerFileError,
@@ -29,6 +30,7 @@ from .ranking import (
     save_ranker as save_ranker,
 )
 from .retrieval import (
+    QueryEmbedder as QueryEmbedder,
     RetrievalSettings as RetrievalSettings,
 )
 from .vocabulary import (

@@ -1,29 +1,33 @@
 """Trusted answers from the materialized stores: one question's walk down the stages.
 
 Pure domain code (no Dagster). :class:`QueryEngine` holds a database connection, the query
-embedder and the reranker for a process; :func:`answer` uses one per process. One question
-passes each stage once, in this order:
+embedder and the reranker for a process; :func:`answer` uses one per process. A question passes
+each stage once, in this order, each a module of its own:
 
-1. understand -- :mod:`~civicsetu_pipelines.answer.questions`: validate it (the
-   :class:`~civicsetu_pipelines.answer.questions.Query`), parse the filters;
-2. verdict before retrieval -- :mod:`~civicsetu_pipelines.answer.verdict`: refuse a question
-   about places the corpus does not hold, then (its explicit references resolved by
-   :mod:`~civicsetu_pipelines.answer.retrieval`) an ambiguous, vague or absent one;
-3. retrieve and rank -- :mod:`~civicsetu_pipelines.answer.retrieval`: every candidate, reranked
-   by :mod:`~civicsetu_pipelines.answer.ranking` (one retrieval per jurisdiction when comparing);
-4. diversify -- :func:`~civicsetu_pipelines.answer.ranking.diversify`: the units served;
-5. verdict on the evidence -- :mod:`~civicsetu_pipelines.answer.verdict`: read from every
-   candidate by score and the units served as a set, never their places (or a refusal);
-6. compose -- :mod:`~civicsetu_pipelines.answer.compose`: verbatim quotes with their citations
+1. understand -- :mod:`~civicsetu_pipelines.answer.questions`: the question validated and read
+   (:class:`~civicsetu_pipelines.answer.questions.Query`: places, references, intents, the
+   statute's words for a buyer's), the filters parsed (an ``Asked``); a question naming only
+   places the corpus does not hold is refused here, before any search;
+2. retrieve -- :mod:`~civicsetu_pipelines.answer.retrieval`: its references resolved, every
+   candidate unit by vector, full text and phrase, fused by reciprocal rank and expanded;
+3. rank -- :mod:`~civicsetu_pipelines.answer.ranking`: reranked, and the units served chosen
+   by diversity;
+4. decide -- :mod:`~civicsetu_pipelines.answer.verdict`: refused for its references or its
+   evidence (read from every candidate by score and the units served as a set, never their
+   places), else the confidence its answer is given (:mod:`~civicsetu_pipelines.answer.confidence`);
+5. compose -- :mod:`~civicsetu_pipelines.answer.compose`: verbatim quotes with their citations
    placed on pages.
 
-Every stage is timed (``timings_ms``); the log records the question's hash and length, its
-status and the total time, never the text.
+A question comparing states (or answered from the provisions table) retrieves and ranks once
+per state and is decided and composed side by side. Every stage is timed (``timings_ms``); the
+log records the question's hash and length, its status and the total time, never the text.
+``bench/bench_answer_path.py`` follows a question call by call.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -32,31 +36,34 @@ from typing import Any
 
 import numpy as np
 
+from civicsetu_pipelines.answer.candidates import Candidate
 from civicsetu_pipelines.answer.compose import Comparison, Composer
 from civicsetu_pipelines.answer.llm import LLMSettings
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import (
+    Asked,
     Query,
-    parse_as_of,
-    parse_jurisdictions,
-    parse_top_k,
-    question_hash,
     understand,
+    understand_request,
 )
 from civicsetu_pipelines.answer.ranking import (
     DIVERSITY_RULES,
-    Candidate,
     Reranker,
     make_reranker,
+    rank,
 )
-from civicsetu_pipelines.answer.retrieval import RetrievalSettings, Retriever, search_scope
+from civicsetu_pipelines.answer.retrieval import (
+    QueryEmbedder,
+    RetrievalSettings,
+    Retriever,
+    search_scope,
+)
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.verdict import (
     EvidenceReading,
-    evidence_refusal,
+    decide,
     places_refusal,
     reference_refusal,
-    with_notes,
 )
 from civicsetu_pipelines.provisions import (
     ACROSS_STATES,
@@ -68,6 +75,7 @@ from civicsetu_pipelines.provisions import (
 from civicsetu_pipelines.store import (
     EmbeddingConfig,
     EvidenceDistances,
+    absent_terms,
     connect,
     ensure_serving,
 )
@@ -130,7 +138,7 @@ class QueryEngine:
         self.last_evidence: EvidenceReading | None = None
         self._lock = threading.Lock()
         self.reranker: Reranker = make_reranker(self.settings.cross_encoder, self.settings.ranker)
-        self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval, self.reranker)
+        self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval)
         self._composer = Composer(self._conn, self.settings.llm)
         self.jurisdictions = self._retriever.stored_jurisdictions()
         self._matters = load_matter_specs()
@@ -139,7 +147,6 @@ class QueryEngine:
         """Rank with ``reranker`` from the next question on; returns the one it replaces
         (training records candidates through it; evaluation compares rankers)."""
         previous, self.reranker = self.reranker, reranker
-        self._retriever.reranker = reranker
         return previous
 
     def scope_of(self, question: object) -> list[str] | None:
@@ -175,23 +182,19 @@ class QueryEngine:
         :class:`~civicsetu_pipelines.answer.questions.QuestionError` (a clear message, no traceback
         needed); everything else is a result dict (see the README for the fields)."""
         timer = Timer()
-        since = timer.started
-        query = understand(question, known_jurisdictions=self.jurisdictions)
-        wanted = parse_jurisdictions(jurisdictions, self.jurisdictions)
-        date = parse_as_of(as_of) or query.named_day  # an expression URI's day
-        k = parse_top_k(top_k)
-        since = timer.stage("understand", since)
+        asked = understand_request(question, jurisdictions=jurisdictions, as_of=as_of,
+                                   top_k=top_k, known=self.jurisdictions)  # fmt: skip
+        since = timer.stage("understand", timer.started)
         with self._lock:
             self.last_evidence = None
-            self._retriever.new_question()  # the question's vector, once per answer
-            result = self._answer(query, wanted, date, k, timer, since)
+            result = self._answer(asked, timer, since)
         result["timings_ms"] = timer.finish()
         version = getattr(self.reranker, "version", "")
         result["ranker"] = f"{self.reranker.name} {version}".strip()
         log.info(
             "question %s (%d chars): %s%s in %.1f ms",
-            question_hash(query.text),
-            query.length,
+            asked.hash,
+            asked.query.length,
             result["status"],
             f" ({result['refusal_reason']})" if result["refusal_reason"] else "",
             result["timings_ms"]["total"],
@@ -200,19 +203,12 @@ class QueryEngine:
 
     # -- stages -----------------------------------------------------------------------------
 
-    def _answer(
-        self,
-        query: Query,
-        wanted: list[str],
-        as_of: dt.date | None,
-        k: int,
-        timer: Timer,
-        since: float,
-    ) -> dict[str, Any]:
-        refused = places_refusal(query, wanted, self.jurisdictions)
-        if refused is not None:
-            return refused
-        scope = search_scope(query, wanted)
+    def _answer(self, asked: Asked, timer: Timer, since: float) -> dict[str, Any]:
+        """The stages after understanding (see the module docstring)."""
+        query, as_of = asked.query, asked.as_of
+        if asked.only_unheld_places:
+            return places_refusal(query, asked.wanted, self.jurisdictions) or {}
+        scope = search_scope(query, list(asked.wanted))
         table = self._from_table(query, scope, as_of)
         if table is not None:
             timer.stage("answer", since)
@@ -220,25 +216,19 @@ class QueryEngine:
         comparing = "comparison" in query.intents and len(
             [j for j in scope or [] if j != ACT_JURISDICTION]
         ) >= 2  # fmt: skip
-        resolutions = self._retriever.resolve(query, scope, as_of)
-        since = timer.stage("references", since)
-        refused = reference_refusal(query, resolutions, scope, as_of, comparing=comparing)
-        if refused is not None:
-            return refused
         if comparing:
-            return self._compare(query, scope or [], as_of, k, timer, since)
-        exact_rows = [row for r in resolutions for row in r.candidates]
-        retriever = self._retriever
-        candidates, since = retriever.retrieve(query, scope, as_of, k, exact_rows, timer, since)
-        served = retriever.serve(query, candidates, k)
-        since = timer.stage("diversify", since)
-        evidence = EvidenceReading(query, served, retriever.unknown_terms, candidates)
-        self.last_evidence = evidence
-        refused = evidence_refusal(evidence, self.distances, self.jurisdictions)
+            return self._compare(asked, scope or [], timer, since)
+        found, since = self._retriever.find(query, scope, as_of, timer, since)
+        ranked, since = rank(query, found.candidates, self.reranker, asked.k,
+                             (found.diversity, found.per_document), timer, since)  # fmt: skip
+        decision = decide(asked, scope, found.resolutions, ranked.served, ranked.candidates,
+                          functools.partial(absent_terms, self._conn), self.distances,
+                          self.jurisdictions)  # fmt: skip
+        self.last_evidence = decision.evidence
         since = timer.stage("verdict", since)
-        if refused is not None:
-            return refused
-        return with_notes(self._composer.compose(query, served, timer, since), resolutions)
+        if decision.refusal is not None:
+            return decision.refusal
+        return self._composer.compose(query, ranked.served, decision, timer, since)
 
     def _from_table(
         self, query: Query, scope: Sequence[str] | None, as_of: dt.date | None
@@ -281,24 +271,26 @@ class QueryEngine:
         return result
 
     def _compare(
-        self,
-        query: Query,
-        scope: Sequence[str],
-        as_of: dt.date | None,
-        k: int,
-        timer: Timer,
-        since: float,
+        self, asked: Asked, scope: Sequence[str], timer: Timer, since: float
     ) -> dict[str, Any]:
-        """Each jurisdiction's own provisions side by side (precedence only where quoted)."""
+        """Each jurisdiction's own provisions side by side (precedence only where quoted): its
+        references read once, then each state retrieved and ranked on its own."""
+        query, as_of = asked.query, asked.as_of
+        resolutions = self._retriever.resolve(query, scope, as_of)
+        since = timer.stage("references", since)
+        refused = reference_refusal(query, resolutions, scope, as_of, comparing=True,
+                                    vague=asked.vague)  # fmt: skip
+        if refused is not None:
+            return refused
         states = [j for j in scope if j != ACT_JURISDICTION]
-        per_state = max(2, k // len(states))
+        per_state = max(2, asked.k // len(states))
         comparison = Comparison(query, self._composer, self.distances)
         for state in states:
-            candidates, since = self._retriever.retrieve(query, [state], as_of, per_state, [],
-                                                         timer, since)  # fmt: skip
-            served = self._retriever.serve(query, candidates, per_state)
-            since = timer.stage("diversify", since)
-            comparison.add(state, served, self._retriever.unknown_terms, candidates)
+            found, since = self._retriever.find(query, [state], as_of, timer, since, [])
+            ranked, since = rank(query, found.candidates, self.reranker, per_state,
+                                 (found.diversity, found.per_document), timer, since)  # fmt: skip
+            comparison.add(state, ranked.served, self._retriever.unknown_terms,
+                           ranked.candidates)  # fmt: skip
         timer.stage("answer", since)
         return comparison.result()
 
@@ -389,24 +381,3 @@ def default_query_embedder() -> QueryEmbedder:
 
     models = Settings.from_env().models_dir
     return QueryEmbedder(open_embedder(embedding_config_from_env(), models, threads=1))
-
-
-class QueryEmbedder:
-    """A query embedder: called with one text, its vector; ``many`` encodes several texts (a
-    question and its reformulation in the statute's words) in one forward pass."""
-
-    def __init__(self, embedder: Any) -> None:
-        self._embedder = embedder
-
-    @property
-    def config(self) -> EmbeddingConfig:
-        """The model's configuration (its evidence distances among them)."""
-        config: EmbeddingConfig = self._embedder.config
-        return config
-
-    def __call__(self, text: str) -> np.ndarray:
-        return np.asarray(self._embedder.embed_query(text), dtype=np.float32)
-
-    def many(self, texts: Sequence[str]) -> list[np.ndarray]:
-        prefix = self._embedder.config.query_prefix
-        return list(self._embedder.encode([prefix + t for t in texts]))

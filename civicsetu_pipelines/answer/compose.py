@@ -21,19 +21,24 @@ from typing import Any
 
 import psycopg
 
+from civicsetu_pipelines.answer.candidates import (
+    Candidate,
+    scoring_terms,
+    term_overlap,
+    unit_summary,
+)
 from civicsetu_pipelines.answer.citations import quote_in, sentences, split_across_pages
 from civicsetu_pipelines.answer.confidence import LEVELS, confidence
 from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
 from civicsetu_pipelines.answer.questions import Query
-from civicsetu_pipelines.answer.ranking import Candidate, scoring_terms, term_overlap
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.verdict import (
     ANSWERING_SHARE,
     DISCLAIMER,
+    Decision,
     evidence_verdict,
     refusal,
     related_units,
-    unit_summary,
 )
 from civicsetu_pipelines.answer.vocabulary import content_stems, stems
 from civicsetu_pipelines.base import canonical_flat
@@ -60,12 +65,31 @@ class Composer:
         self._page_cache: dict[tuple[str, str, int], str] = {}
 
     def compose(
-        self, query: Query, ranked: list[Candidate], timer: Timer, since: float
+        self,
+        query: Query,
+        ranked: list[Candidate],
+        decision: Decision,
+        timer: Timer,
+        since: float,
     ) -> dict[str, Any]:
-        """The answer from ``ranked`` (which passed the verdicts), or a refusal when nothing in
-        it can be quoted."""
-        if self._llm is not None:
-            return self._generate(query, ranked, timer, since)
+        """The last stage: the answer from ``ranked`` (which the ``decision`` passed, with the
+        confidence and notes it gives), or a refusal when nothing in it can be quoted."""
+        sure = shown_confidence([decision.confidence or ("low", 0.0)], ranked)
+        result = (self._generate(query, ranked, sure, timer, since) if self._llm is not None
+                  else self._quoted(query, ranked, sure, timer, since))  # fmt: skip
+        if decision.notes:
+            result["notes"] = list(decision.notes)
+        return result
+
+    def _quoted(
+        self,
+        query: Query,
+        ranked: list[Candidate],
+        sure: Mapping[str, Any],
+        timer: Timer,
+        since: float,
+    ) -> dict[str, Any]:
+        """The answer of verbatim quotes chosen from ``ranked``."""
         quotes = choose_quotes(query, ranked)
         citations = self.cite(quotes)
         timer.stage("answer", since)
@@ -81,7 +105,7 @@ class Composer:
             "status": "answered",
             "refusal_reason": None,
             "answer": render_answer(citations),
-            **confident(query, ranked),
+            **sure,
             "citations": citations,
             "retrieved": [unit_summary(c) for c in ranked],
             "related": [],
@@ -89,7 +113,12 @@ class Composer:
         }
 
     def _generate(
-        self, query: Query, ranked: list[Candidate], timer: Timer, since: float
+        self,
+        query: Query,
+        ranked: list[Candidate],
+        sure: Mapping[str, Any],
+        timer: Timer,
+        since: float,
     ) -> dict[str, Any]:
         """The LLM path: claims must quote the retrieved evidence verbatim, or refuse."""
         assert self._llm is not None
@@ -135,7 +164,7 @@ class Composer:
             "status": "answered",
             "refusal_reason": None,
             "answer": text.strip(),
-            **confident(query, ranked),
+            **sure,
             "citations": citations,
             "retrieved": [unit_summary(c) for c in ranked],
             "related": [],
@@ -305,7 +334,7 @@ class Comparison:
             "status": "answered",
             "refusal_reason": None,
             "answer": "\n".join(lines),
-            **_least_sure([confidence(query, [c for c in ranked_all
+            **shown_confidence([confidence(query, [c for c in ranked_all
                                               if c.row["jurisdiction"] == side])
                            for side in answered_sides], ranked_all),  # fmt: skip
             "citations": citations,
@@ -440,12 +469,6 @@ def render_answer(citations: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def confident(query: Query, ranked: Sequence[Candidate]) -> dict[str, Any]:
-    """An answer's ``confidence`` (``answer.confidence``: high | medium | low) and the
-    probability it rests on; a ``low`` one says it is not sure (:func:`not_sure`)."""
-    return _least_sure([confidence(query, ranked)], ranked)
-
-
 def not_sure(ranked: Sequence[Candidate]) -> dict[str, Any]:
     """What an answer below ``medium`` says: that it is not sure, the nearest provisions as
     ones that may be relevant, and what to ask instead."""
@@ -462,8 +485,12 @@ def not_sure(ranked: Sequence[Candidate]) -> dict[str, Any]:
     }
 
 
-def _least_sure(sides: Sequence[tuple[str, float]], ranked: Sequence[Candidate]) -> dict[str, Any]:
-    """A comparison is as sure as its least sure side (its level and probability)."""
+def shown_confidence(
+    sides: Sequence[tuple[str, float]], ranked: Sequence[Candidate]
+) -> dict[str, Any]:
+    """What an answer shows of its confidence: the level and probability of the least sure of
+    ``sides`` (a comparison is as sure as its least sure side; a plain answer has one), and,
+    below ``medium``, that it is not sure (:func:`not_sure`)."""
     level = min_confidence([lvl for lvl, _ in sides])
     p = min((p for _, p in sides), default=0.0)
     out: dict[str, Any] = {"confidence": level, "confidence_probability": round(p, 3)}

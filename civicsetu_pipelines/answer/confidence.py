@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
+from civicsetu_pipelines.answer.candidates import Candidate, term_overlap
 from civicsetu_pipelines.answer.questions import Query
-from civicsetu_pipelines.answer.ranking import Candidate, term_overlap
 from civicsetu_pipelines.base import DATA_DIR
 
 CONFIDENCE_YAML = DATA_DIR / "confidence.yaml"

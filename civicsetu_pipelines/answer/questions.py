@@ -596,6 +596,40 @@ def is_vague(query: Query) -> bool:
     return not (content and (query.intents or query.jurisdictions))
 
 
+@dataclass(frozen=True)
+class Asked:
+    """A question understood, with its filters: what the later stages read of it."""
+
+    query: Query
+    wanted: tuple[str, ...]  # the jurisdictions the caller asked for (empty: none)
+    as_of: date | None  # the date asked for, else the day an expression URI in it names
+    k: int
+    vague: bool  # too vague to answer (:func:`is_vague`)
+    hash: str  # for the log (:func:`question_hash`), never the text
+
+    @property
+    def only_unheld_places(self) -> bool:
+        """It names only places the corpus holds nothing of, and no filter says where to look."""
+        return bool(self.query.other_places and not self.query.jurisdictions and not self.wanted)
+
+
+def understand_request(
+    question: object,
+    *,
+    jurisdictions: Sequence[str] | str | None,
+    as_of: str | date | None,
+    top_k: int,
+    known: Sequence[str],
+) -> Asked:
+    """The first stage of an answer: ``question`` understood (:func:`understand`) and the
+    caller's filters parsed, each bad one a :class:`QuestionError`."""
+    query = understand(question, known_jurisdictions=known)
+    wanted = parse_jurisdictions(jurisdictions, known)
+    day = parse_as_of(as_of) or query.named_day
+    k = parse_top_k(top_k)
+    return Asked(query, tuple(wanted), day, k, is_vague(query), question_hash(query.text))
+
+
 def question_hash(question: str) -> str:
     """First 16 hex digits of the sha256 of the canonical question (for logs)."""
     canonical = canonicalize(question)

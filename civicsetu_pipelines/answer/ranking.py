@@ -1,14 +1,13 @@
-"""Ranking the candidates of a question: the candidate itself, reranking and diversity.
+"""The ranking stage: a question's candidates reranked, and the units served chosen by diversity.
 
-Pure domain code (no Dagster, no database). :class:`Candidate` is a unit that may answer the
-question with the ranks it got from each retriever; a :class:`Reranker` scores and orders the
-candidates (:class:`DeterministicReranker`, the default: fused rank, exact references, term
+Pure domain code (no Dagster, no database). :func:`rank` is the stage: a :class:`Reranker` scores
+and orders the retrieved candidates (:class:`~civicsetu_pipelines.answer.candidates.Candidate`;
+:class:`DeterministicReranker`, the default: fused rank, exact references, term
 overlap on Snowball stems with the statute's words for everyday ones (``data/vocabulary.yaml``),
 the authority prior (Act > rules > regulations > orders > case law > FAQ > forms) and intent
 bonuses, each part kept in :attr:`Candidate.why`; or
 :class:`CrossEncoderReranker` when configured, see :func:`make_reranker`), and :func:`diversify`
-keeps a few units of each provision or document. :func:`term_overlap` also weighs evidence and
-quotes when the answer is built.
+keeps a few units of each provision or document.
 """
 
 from __future__ import annotations
@@ -17,89 +16,22 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from civicsetu_pipelines.answer.candidates import Candidate, GaveWay, scoring_terms, term_overlap
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
-from civicsetu_pipelines.answer.vocabulary import (
-    content_stems,
-    load_vocabulary,
-    stem,
-    stem_words,
-    stems,
-)
+from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.ingest import authority_of
-
-
-@dataclass
-class Candidate:
-    """A unit that may answer the question, with where it came from and its scores."""
-
-    row: dict[str, Any]
-    ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
-    distance: float | None = None  # cosine distance to the question, when vector-ranked
-    fused: float = 0.0
-    score: float = 0.0
-    exact: bool = False  # an explicit reference in the question names this unit
-    via: str | None = None  # "family" / "graph:REFERENCES" ... for expanded units
-    why: dict[str, float] = field(default_factory=dict)  # the score's parts, by name
-    gave_way: GaveWay | None = None  # why diversity placed it below units that scored less
-
-    @property
-    def chunk_id(self) -> str:
-        return str(self.row["chunk_id"])
-
-    @property
-    def label(self) -> str:
-        return str(self.row["label"])
-
-    @property
-    def authority(self) -> str:
-        """The unit's tier in the order of legal force ("act", "rules", ..., "form")."""
-        return authority_of(str(self.row.get("doc_type") or ""), str(self.row.get("unit"))).name
 
 
 class Reranker(Protocol):
     name: str
 
     def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]: ...
-
-
-def search_terms(query: Query) -> list[str]:
-    """The question's terms followed by the statute's words for its lay terms (no duplicates,
-    order kept): what full-text search looks for."""
-    return list(dict.fromkeys([*query.terms, *query.legal_terms]))
-
-
-def scoring_terms(query: Query) -> list[str]:
-    """What a unit's words are weighed against: the question's terms, with the words of each
-    lay phrase it holds ("money back") replaced by the phrase itself, which counts as present
-    when the statute's words for it are (:func:`term_overlap`)."""
-    if not query.lay_terms:
-        return list(query.terms)
-    inside = {s for lay in query.lay_terms for s in stem_words(lay)}
-    own = [t for t in query.terms if stem(t) not in inside]
-    return own + list(query.lay_terms)
-
-
-def term_overlap(terms: Iterable[str], text: str | None) -> float:
-    """Share of the question's terms present in ``text``, on Snowball stems; a lay term is
-    present when one of the statute's words for it is (a phrase: all its words but glue)."""
-    have = stems(text or "")
-    wanted = list(dict.fromkeys(t.lower() for t in terms if t))
-    if not wanted:
-        return 0.0
-    vocabulary = load_vocabulary()
-    found = sum(
-        1 for t in wanted
-        if stem(t) in have
-        or all(s in have for s in content_stems(t))
-        or any(all(s in have for s in content_stems(legal)) for legal in vocabulary.legal_for(t))
-    )  # fmt: skip
-    return found / len(wanted)
 
 
 # The prior that legal authority adds to a unit's score (data/kinds.yaml, ``authority``):
@@ -362,19 +294,6 @@ DIVERSITY_RULES = ("provision", "legislation", "document")
 LEGISLATION_KINDS = frozenset({"act", "rules", "regulations"})
 
 
-@dataclass(frozen=True)
-class GaveWay:
-    """Why :func:`diversify` placed a unit below units that scored less: the cap it met, and
-    the first unit placed in its stead."""
-
-    rule: str  # "provision" or "document": what the cap counts units of
-    cap: int
-    unit: str  # the unit it gave way to ("KARNATAKA Rule 4 (karnataka_rera_rules_2017)")
-
-    def __str__(self) -> str:
-        return f"gave way to {self.unit}: at most {self.cap} units of one {self.rule}"
-
-
 def diversity_key(c: Candidate, rule: str) -> tuple[str, tuple[str, ...]] | None:
     """What ``c`` counts against under ``rule`` (:data:`DIVERSITY_RULES`): ("provision",
     (document, section)) or ("document", (document,)); None when it is not capped."""
@@ -426,3 +345,31 @@ def diversify(
     for c in chosen:
         c.gave_way = moved.get(c.chunk_id)
     return chosen
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """What the ranking stage made of one question's candidates."""
+
+    candidates: list[Candidate]  # every candidate, by score, before diversity
+    served: list[Candidate]  # the units served: the top k under the diversity rule
+
+
+def rank(
+    query: Query,
+    candidates: list[Candidate],
+    reranker: Reranker,
+    k: int,
+    diversity: tuple[str, int],
+    timer: Timer,
+    since: float,
+) -> tuple[Ranked, float]:
+    """The ranking stage of one question: ``candidates`` scored and ordered by ``reranker``,
+    then the ``k`` served under ``diversity`` (rule, cap per document or provision:
+    :func:`diversify`); and the time the stage ended."""
+    ordered = reranker.rerank(query, candidates)
+    since = timer.stage("rerank", since)
+    rule, per_document = diversity
+    served = diversify(ordered, k, per_document, rule)
+    since = timer.stage("diversify", since)
+    return Ranked(ordered, served), since

@@ -1,9 +1,9 @@
-"""Hybrid retrieval over the materialized stores: pgvector, full text, explicit references, the
-family of strong hits and the legal graph, fused by reciprocal rank and reranked.
+"""The retrieval stage: pgvector, full text, explicit references, the family of strong hits and
+the legal graph over the materialized stores, fused by reciprocal rank.
 
 Pure domain code over psycopg (no Dagster). Every SQL statement is a parameterized constant.
-:class:`Retriever` runs the stages for one question, each timed on the caller's
-:class:`~civicsetu_pipelines.answer.timing.Timer`:
+:class:`Retriever` runs the stage for one question (:meth:`Retriever.find`), each step timed
+on the caller's :class:`~civicsetu_pipelines.answer.timing.Timer`:
 
 1. explicit references ("Section 18(2)", "rule 16 of the Gujarat rules", "Form N") resolve
    directly to their unit (the finest existing one) in the right jurisdiction and document;
@@ -16,9 +16,11 @@ Pure domain code over psycopg (no Dagster). Every SQL statement is a parameteriz
    reciprocal rank fusion (k = 60);
 3. family expansion (parent and sibling units of the strongest hits) and, for questions about
    cross-references, penalties or how a rule implements the Act, graph expansion through
-   REFERENCES and DERIVED_FROM edges (depth <= 2);
-4. reranking (:class:`~civicsetu_pipelines.answer.ranking.Reranker`: the deterministic default,
-   or a cross-encoder when configured) and per-document diversity.
+   REFERENCES and DERIVED_FROM edges (depth <= 2).
+
+What it finds (:class:`Found`) goes to the ranking stage
+(:mod:`~civicsetu_pipelines.answer.ranking`: reranking and diversity) with the diversity rule its
+settings give the question.
 """
 
 from __future__ import annotations
@@ -32,14 +34,16 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from civicsetu_pipelines.answer.candidates import Candidate, search_terms
 from civicsetu_pipelines.answer.legal_references import ExplicitReference
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
-from civicsetu_pipelines.answer.ranking import Candidate, Reranker, diversify, search_terms
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import stems
 from civicsetu_pipelines.store import (
+    EmbeddingConfig,
     KnnStrategy,
+    absent_terms,
     chunk_filters,
     knn_query,
     prepare,
@@ -387,6 +391,19 @@ def _in_scope(row: Mapping[str, Any], scope: Sequence[str] | None) -> bool:
     return scope is None or row["jurisdiction"] in scope
 
 
+@dataclass(frozen=True)
+class Found:
+    """What the retrieval stage found for one question."""
+
+    resolutions: list[ReferenceResolution]  # its explicit references, each to its units
+    candidates: list[Candidate]  # every candidate unit, by fused rank
+    diversity: str  # the diversity rule its answer is served under (RetrievalSettings)
+    per_document: int  # and that rule's cap
+
+
+KEEP_VECTORS = 8  # question texts whose vectors a Retriever keeps (a comparison's, a rewrite)
+
+
 class Retriever:
     """The ranked candidates of questions over one connection (used by one thread at a time),
     which it sets up for repeated queries (:func:`prepare_session`)."""
@@ -396,7 +413,6 @@ class Retriever:
         conn: psycopg.Connection[Any],
         embed_query: Callable[[str], np.ndarray],
         settings: RetrievalSettings,
-        reranker: Reranker,
     ) -> None:
         self._conn = conn
         self._embed_query = embed_query
@@ -406,9 +422,9 @@ class Retriever:
             lambda texts: [embed_query(t) for t in texts]
         )
         self.settings = settings
-        self.candidates: list[Candidate] = []  # the last question's, by score, before diversity
-        self.reranker = reranker
         prepare_session(self._conn, settings.ef_search)
+        # The last questions' vectors by text: a comparison retrieves once per state and embeds
+        # its question once; a few are kept, never more.
         self._vectors: dict[str, np.ndarray] = {}
 
     def stored_jurisdictions(self) -> list[str]:
@@ -428,11 +444,6 @@ class Retriever:
                         "AND c.chunk_id = ANY(%s::uuid[])", (ids,))  # fmt: skip
             return {str(row["chunk_id"]): row for row in _rows(cur)}
 
-    def new_question(self) -> None:
-        """Forget the last question's vector (kept so a comparison, which retrieves once per
-        state, embeds its question once)."""
-        self._vectors = {}
-
     def resolve(
         self, query: Query, scope: Sequence[str] | None, as_of: dt.date | None
     ) -> list[ReferenceResolution]:
@@ -440,19 +451,40 @@ class Retriever:
         return resolve_references(self._conn, query.references, jurisdictions=scope,
                                   as_of=as_of, context=query.text)  # fmt: skip
 
+    def find(
+        self,
+        query: Query,
+        scope: Sequence[str] | None,
+        as_of: dt.date | None,
+        timer: Timer,
+        since: float,
+        resolutions: Sequence[ReferenceResolution] | None = None,
+    ) -> tuple[Found, float]:
+        """The retrieval stage of one question: its references resolved (unless
+        ``resolutions`` are given: none for a comparison's state), then every candidate unit
+        (:meth:`retrieve`); and the time the stage ended."""
+        if resolutions is None:
+            resolutions = self.resolve(query, scope, as_of)
+            since = timer.stage("references", since)
+        exact_rows = [row for r in resolutions for row in r.candidates]
+        candidates, since = self.retrieve(query, scope, as_of, exact_rows, timer, since)
+        found = Found(list(resolutions), candidates, self.settings.diversity_for(query),
+                      self.settings.per_document)  # fmt: skip
+        return found, since
+
     def retrieve(
         self,
         query: Query,
         scope: Sequence[str] | None,
         as_of: dt.date | None,
-        k: int,
         exact_rows: Sequence[Mapping[str, Any]],
         timer: Timer,
         since: float,
     ) -> tuple[list[Candidate], float]:
-        """Every candidate unit for ``query``, reranked (by score), with ``exact_rows`` (the
-        units its references name) among them; and the time the last stage ended. What is
-        served is chosen from them by :meth:`serve` (diversity), a stage of its own."""
+        """Every candidate unit for ``query``, by fused rank, with ``exact_rows`` (the units its
+        references name) among them and the units the strongest lead to (family, graph); and
+        the time the last step ended. Ranking them is the next stage's
+        (:func:`~civicsetu_pipelines.answer.ranking.rank`)."""
         settings = self.settings
         lists: dict[str, Sequence[Mapping[str, Any]]] = {"reference": list(exact_rows)}
         # The question as asked, and (when it holds lay terms) as reformulated in the statute's
@@ -461,6 +493,8 @@ class Retriever:
         if query.rewrite:
             asked[":legal"] = (query.rewrite, search_terms(query))
         new = [text for text, _ in asked.values() if text not in self._vectors]
+        if len(self._vectors) + len(new) > KEEP_VECTORS:
+            self._vectors.clear()
         if new:  # a comparison retrieves once per state: embed once, all texts in one batch
             self._vectors.update(zip(new, self._embed_many(new), strict=True))
             since = timer.stage("embed", since)
@@ -497,26 +531,29 @@ class Retriever:
                     candidates.append(Candidate(row, via=f"graph:{row['graph_edge']}"))
                     known.add(str(row["chunk_id"]))
         since = timer.stage("expand", since)
-        ranked = self.reranker.rerank(query, candidates)
-        self.candidates = ranked  # every candidate, by score, before diversity
-        since = timer.stage("rerank", since)
-        return ranked, since
-
-    def serve(self, query: Query, candidates: Sequence[Candidate], k: int) -> list[Candidate]:
-        """The ``k`` units served from ``candidates`` (by score): :func:`diversify` under the
-        settings' rule for ``query`` and their cap."""
-        settings = self.settings
-        return diversify(candidates, k, settings.per_document, settings.diversity_for(query))
+        return candidates, since
 
     def unknown_terms(self, terms: Sequence[str]) -> list[str]:
         """The question's terms that occur nowhere in the stored corpus."""
-        if not terms:
-            return []
-        with self._conn.cursor() as cur:
-            cur.execute(
-                "SELECT t FROM unnest(%s::text[]) t WHERE numnode(plainto_tsquery('english', t)) "
-                "> 0 AND NOT EXISTS (SELECT 1 FROM legal_chunks c WHERE c.status = 'current' "
-                "AND c.tsv @@ plainto_tsquery('english', t))",
-                (list(terms),),
-            )
-            return [str(r[0]) for r in cur.fetchall()]
+        return absent_terms(self._conn, terms)
+
+
+class QueryEmbedder:
+    """A query embedder: called with one text, its vector; ``many`` encodes several texts (a
+    question and its reformulation in the statute's words) in one forward pass."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+
+    @property
+    def config(self) -> EmbeddingConfig:
+        """The model's configuration (its evidence distances among them)."""
+        config: EmbeddingConfig = self._embedder.config
+        return config
+
+    def __call__(self, text: str) -> np.ndarray:
+        return np.asarray(self._embedder.embed_query(text), dtype=np.float32)
+
+    def many(self, texts: Sequence[str]) -> list[np.ndarray]:
+        prefix = self._embedder.config.query_prefix
+        return list(self._embedder.encode([prefix + t for t in texts]))

@@ -1,9 +1,9 @@
-"""The verdict on a question: refused before retrieval (places the corpus does not hold; a
-reference that is ambiguous, vague or absent) or after it (the evidence does not answer), or
-passed on to composition.
+"""The decision stage: a question refused (places the corpus does not hold, read before any
+search; a reference that is ambiguous, vague or absent; evidence that does not answer), or
+passed on to composition with the confidence its answer is given (:func:`decide`).
 
-Pure domain code (no Dagster, no database). A stage of its own between diversity and
-composition (:mod:`~civicsetu_pipelines.answer.answers` walks a question through them once):
+Pure domain code (no Dagster, no database). A stage of its own between ranking and composition
+(:mod:`~civicsetu_pipelines.answer.answers` walks a question through them once):
 the verdict reads the *evidence*, never the places diversity gave the units. The nearest unit
 in meaning, the state's own evidence and the subject another enactment governs are read from
 every candidate by score (:func:`best_by_score`), so a diversity rule, or any reordering that
@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from civicsetu_pipelines.answer.candidates import (
+    Candidate,
+    scoring_terms,
+    term_overlap,
+    unit_summary,
+)
+from civicsetu_pipelines.answer.confidence import confidence
 from civicsetu_pipelines.answer.other_laws import load_other_laws
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
-from civicsetu_pipelines.answer.questions import Query, is_vague
-from civicsetu_pipelines.answer.ranking import Candidate, scoring_terms, term_overlap
+from civicsetu_pipelines.answer.questions import Asked, Query
 from civicsetu_pipelines.answer.retrieval import ReferenceResolution
 from civicsetu_pipelines.answer.vocabulary import content_stems, load_vocabulary, stems
 from civicsetu_pipelines.store import EvidenceDistances
@@ -58,22 +65,6 @@ def answering(units: Sequence[Candidate]) -> list[Candidate]:
         return []
     best = ordered[0].score
     return [ordered[0], *(c for c in ordered[1:] if c.score >= ANSWERING_SHARE * best)]
-
-
-def unit_summary(c: Candidate) -> dict[str, Any]:
-    """A ranked unit as a result lists it (``retrieved``, ``related``): where it is, its score
-    and its parts, and the diversity rule that moved it, if one did."""
-    return {
-        "jurisdiction": c.row["jurisdiction"],
-        "document": c.row["document_key"],
-        "label": c.label,
-        "section": c.row["section_label"],
-        "chunk_id": c.chunk_id,
-        "score": round(c.score, 4),
-        "authority": c.authority,
-        "why": {name: round(value, 4) for name, value in c.why.items() if value},
-        **({"moved": str(c.gave_way)} if c.gave_way else {}),
-    }
 
 
 def related_units(ranked: Sequence[Candidate]) -> list[dict[str, Any]]:
@@ -145,9 +136,11 @@ def reference_refusal(
     as_of: dt.date | None,
     *,
     comparing: bool,
+    vague: bool,
 ) -> dict[str, Any] | None:
-    """Refused before retrieval: a reference found in several documents (unless comparing), a
-    question too vague to answer, or one whose every reference is absent; else None."""
+    """Refused for its references or its words: a reference found in several documents (unless
+    comparing), a question too ``vague`` to answer, or one whose every reference is absent;
+    else None."""
     ambiguous = [r for r in resolutions if r.ambiguous and not comparing]
     if ambiguous:
         options = [c for r in ambiguous for c in r.candidates]
@@ -159,7 +152,7 @@ def reference_refusal(
             related=[_related(row) for row in options],
         )
     missing = missing_labels(resolutions)
-    if is_vague(query) and not query.references:
+    if vague and not query.references:
         return refusal(
             "ambiguous_query",
             "The question is too vague to answer from the statute: name a provision "
@@ -197,14 +190,47 @@ def evidence_refusal(
     return None
 
 
-def with_notes(
-    result: dict[str, Any], resolutions: Sequence[ReferenceResolution]
-) -> dict[str, Any]:
-    """``result`` noting the question's references that are not in the stored corpus."""
+def notes(resolutions: Sequence[ReferenceResolution]) -> list[str]:
+    """What an answer notes: the question's references that are not in the stored corpus."""
     missing = missing_labels(resolutions)
-    if missing:
-        result["notes"] = [f"{', '.join(missing)} is not in the stored corpus."]
-    return result
+    return [f"{', '.join(missing)} is not in the stored corpus."] if missing else []
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The decision stage's verdict on one question: a refusal, or the confidence its answer
+    is given with; and what it read (the evidence, None when refused before reading it)."""
+
+    refusal: dict[str, Any] | None
+    evidence: EvidenceReading | None = None
+    confidence: tuple[str, float] | None = None  # (level, probability) of an answer
+    notes: tuple[str, ...] = ()
+
+
+def decide(
+    asked: Asked,
+    scope: Sequence[str] | None,
+    resolutions: Sequence[ReferenceResolution],
+    served: Sequence[Candidate],
+    candidates: Sequence[Candidate],
+    unknown_terms: Callable[[Sequence[str]], list[str]],
+    distances: EvidenceDistances,
+    stored: Sequence[str],
+) -> Decision:
+    """The decision stage of one question, after ranking: refused for its references or its
+    words (:func:`reference_refusal`), else for its evidence (:func:`evidence_refusal`, read
+    from ``served`` and every one of ``candidates``), else answered with the confidence
+    :func:`~civicsetu_pipelines.answer.confidence.confidence` gives the units served."""
+    query = asked.query
+    refused = reference_refusal(query, resolutions, scope, asked.as_of, comparing=False,
+                                vague=asked.vague)  # fmt: skip
+    if refused is not None:
+        return Decision(refused)
+    evidence = EvidenceReading(query, served, unknown_terms, candidates)
+    refused = evidence_refusal(evidence, distances, stored)
+    if refused is not None:
+        return Decision(refused, evidence)
+    return Decision(None, evidence, confidence(query, served), tuple(notes(resolutions)))
 
 
 class EvidenceReading:

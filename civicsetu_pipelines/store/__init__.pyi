@@ -72,6 +72,7 @@ from .legal_chunks import (
     PARTIAL_INDEX_MIN_ROWS as PARTIAL_INDEX_MIN_ROWS,
     DocumentVersionInput as DocumentVersionInput,
     KnnStrategy as KnnStrategy,
+    absent_terms as absent_terms,
     cache_lookup as cache_lookup,
     cache_store as cache_store,
     chunk_filters as chunk_filters,

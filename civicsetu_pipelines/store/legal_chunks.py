@@ -480,6 +480,21 @@ def documents_served(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
     return served
 
 
+def absent_terms(conn: psycopg.Connection[Any], terms: Sequence[str]) -> list[str]:
+    """The ``terms`` that occur in no current unit (full-text, English stemming; a term of
+    stop words alone is never absent)."""
+    if not terms:
+        return []
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT t FROM unnest(%s::text[]) t WHERE numnode(plainto_tsquery('english', t)) "
+            "> 0 AND NOT EXISTS (SELECT 1 FROM legal_chunks c WHERE c.status = 'current' "
+            "AND c.tsv @@ plainto_tsquery('english', t))",
+            (list(terms),),
+        )
+        return [str(r[0]) for r in cur.fetchall()]
+
+
 def jurisdictions_served(conn: psycopg.Connection[Any]) -> list[str]:
     """The jurisdictions with a current document version (rows ``ask`` may serve), sorted."""
     return list(documents_served(conn))

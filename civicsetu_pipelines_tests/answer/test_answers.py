@@ -624,3 +624,27 @@ def test_the_answers_asset_materializes_a_table(corpus_store: CorpusStore, tmp_p
     assert "refused (out_of_scope)" in meta["answers"]
     rows = json.loads(Path(meta["file"]).read_text())
     assert rows[0]["citations"] and rows[2]["status"] == "error"
+
+
+@pytest.mark.parametrize(
+    ("question", "stages"),
+    [
+        ("Where must the money I pay the builder be kept?",
+         ["understand", "retrieve", "rank", "decide", "compose"]),
+        ("What does Section 18 of the Act say about refunds?",
+         ["understand", "retrieve", "rank", "decide", "compose"]),
+        ("What is the best recipe for mango pickle?", ["understand", "retrieve", "rank", "decide"]),
+        ("What are the RERA rules of Kerala?", ["understand", "decide"]),
+    ],
+)  # fmt: skip
+def test_a_question_passes_each_stage_once(
+    engine: QueryEngine, question: str, stages: list[str]
+) -> None:
+    """Followed call by call, a question enters each module of the answer path once, in stage
+    order; a refusal ends the walk at the decision."""
+    from civicsetu_pipelines.answer.stages import follow, returns, stage_order
+
+    engine.answer("How is a real estate agent registered?")  # connections and model warm
+    entries = follow(lambda: engine.answer(question))
+    assert returns(entries) == {}, entries
+    assert stage_order(entries) == stages, entries

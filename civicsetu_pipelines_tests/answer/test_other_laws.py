@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from civicsetu_pipelines.answer.candidates import scoring_terms
 from civicsetu_pipelines.answer.other_laws import load_other_laws
 from civicsetu_pipelines.answer.questions import understand
-from civicsetu_pipelines.answer.ranking import scoring_terms
 from civicsetu_pipelines.answer.verdict import speaks_beyond_its_name
 from civicsetu_pipelines.answer.vocabulary import stem_words
 from civicsetu_pipelines.store.database import connect

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from civicsetu_pipelines.answer.answers import QueryEmbedder
 from civicsetu_pipelines.answer.questions import understand
+from civicsetu_pipelines.answer.retrieval import QueryEmbedder
 from civicsetu_pipelines.store.embedders import open_embedder
 from civicsetu_pipelines.store.embedding import EmbeddingConfig
 

@@ -14,15 +14,16 @@ import pytest
 import yaml
 
 from civicsetu_pipelines.answer.answers import model_distances
+from civicsetu_pipelines.answer.candidates import Candidate, term_overlap, unit_summary
 from civicsetu_pipelines.answer.citations import quote_in
 from civicsetu_pipelines.answer.compose import (
     MAX_QUOTE_CHARS,
     MAX_QUOTES,
     _trim,
     choose_quotes,
-    confident,
     min_confidence,
     render_answer,
+    shown_confidence,
 )
 from civicsetu_pipelines.answer.confidence import (
     LEVELS,
@@ -36,12 +37,10 @@ from civicsetu_pipelines.answer.ranking import (
     AUTHORITY_WEIGHT,
     NATIONAL_BONUS,
     STATE_BONUS,
-    Candidate,
     CrossEncoderReranker,
     DeterministicReranker,
     diversify,
     make_reranker,
-    term_overlap,
 )
 from civicsetu_pipelines.answer.retrieval import (
     RetrievalSettings,
@@ -56,7 +55,6 @@ from civicsetu_pipelines.answer.verdict import (
     evidence_verdict,
     refusal,
     state_verdict,
-    unit_summary,
 )
 from civicsetu_pipelines.answer.vocabulary import stem
 from civicsetu_pipelines.store.embedding import EmbeddingConfig, EvidenceDistances
@@ -974,14 +972,15 @@ def test_confidence_levels() -> None:
     )
     assert p_strong > p_weak and LEVELS.index(level_strong) >= LEVELS.index(level_weak)
     assert level_weak == "low"
-    shown = confident(query, weak)
+    shown = shown_confidence([confidence(query, weak)], weak)
     assert shown["confidence"] == "low" and shown["confidence_probability"] == round(p_weak, 3)
     assert shown["not_sure"]["message"].startswith("Not sure")
     assert [r["label"] for r in shown["not_sure"]["may_be_relevant"]] == [
         weak[0].label,
         weak[1].label,
     ]
-    assert "not_sure" not in confident(query, [cand("a", exact=True, text="nothing")])
+    exact = [cand("a", exact=True, text="nothing")]
+    assert "not_sure" not in shown_confidence([confidence(query, exact)], exact)
 
 
 def test_the_confidence_model_is_read_from_its_file_or_named_missing(tmp_path: Path) -> None:

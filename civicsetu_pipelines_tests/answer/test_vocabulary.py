@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from civicsetu_pipelines.answer.candidates import scoring_terms, term_overlap
 from civicsetu_pipelines.answer.questions import understand
-from civicsetu_pipelines.answer.ranking import scoring_terms, term_overlap
 from civicsetu_pipelines.answer.vocabulary import (
     content_stems,
     load_vocabulary,

@@ -10,8 +10,9 @@ from dataclasses import replace
 
 import pytest
 
+from civicsetu_pipelines.answer.candidates import Candidate
 from civicsetu_pipelines.answer.llm import LLMSettings
-from civicsetu_pipelines.answer.ranking import Candidate, diversify
+from civicsetu_pipelines.answer.ranking import diversify
 from civicsetu_pipelines.evaluate.metrics import (
     Judged,
     citation_validity,

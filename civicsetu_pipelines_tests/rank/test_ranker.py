@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from civicsetu_pipelines.answer.candidates import Candidate
 from civicsetu_pipelines.answer.questions import understand
 from civicsetu_pipelines.answer.ranking import (
     FEATURES,
-    Candidate,
     DeterministicReranker,
     LinearReranker,
     RankerFileError,

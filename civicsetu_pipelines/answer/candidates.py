@@ -1,0 +1,115 @@
+"""The values a question's answer passes from stage to stage: candidate units and their words.
+
+Pure domain code (no Dagster, no database). A :class:`Candidate` is a unit that may answer the
+question, with the ranks each retriever gave it, its score and its parts; retrieval makes them,
+ranking orders them (:class:`GaveWay`: why diversity moved one), the verdict weighs them and the
+answer quotes them. :func:`search_terms`, :func:`scoring_terms` and :func:`term_overlap` are the
+question's words as every stage reads them; :func:`unit_summary` is a unit as a result lists it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from civicsetu_pipelines.answer.questions import Query
+from civicsetu_pipelines.answer.vocabulary import (
+    content_stems,
+    load_vocabulary,
+    stem,
+    stem_words,
+    stems,
+)
+from civicsetu_pipelines.ingest import authority_of
+
+
+@dataclass
+class Candidate:
+    """A unit that may answer the question, with where it came from and its scores."""
+
+    row: dict[str, Any]
+    ranks: dict[str, int] = field(default_factory=dict)  # retriever -> 1-based rank
+    distance: float | None = None  # cosine distance to the question, when vector-ranked
+    fused: float = 0.0
+    score: float = 0.0
+    exact: bool = False  # an explicit reference in the question names this unit
+    via: str | None = None  # "family" / "graph:REFERENCES" ... for expanded units
+    why: dict[str, float] = field(default_factory=dict)  # the score's parts, by name
+    gave_way: GaveWay | None = None  # why diversity placed it below units that scored less
+
+    @property
+    def chunk_id(self) -> str:
+        return str(self.row["chunk_id"])
+
+    @property
+    def label(self) -> str:
+        return str(self.row["label"])
+
+    @property
+    def authority(self) -> str:
+        """The unit's tier in the order of legal force ("act", "rules", ..., "form")."""
+        return authority_of(str(self.row.get("doc_type") or ""), str(self.row.get("unit"))).name
+
+
+@dataclass(frozen=True)
+class GaveWay:
+    """Why :func:`diversify` placed a unit below units that scored less: the cap it met, and
+    the first unit placed in its stead."""
+
+    rule: str  # "provision" or "document": what the cap counts units of
+    cap: int
+    unit: str  # the unit it gave way to ("KARNATAKA Rule 4 (karnataka_rera_rules_2017)")
+
+    def __str__(self) -> str:
+        return f"gave way to {self.unit}: at most {self.cap} units of one {self.rule}"
+
+
+def search_terms(query: Query) -> list[str]:
+    """The question's terms followed by the statute's words for its lay terms (no duplicates,
+    order kept): what full-text search looks for."""
+    return list(dict.fromkeys([*query.terms, *query.legal_terms]))
+
+
+def scoring_terms(query: Query) -> list[str]:
+    """What a unit's words are weighed against: the question's terms, with the words of each
+    lay phrase it holds ("money back") replaced by the phrase itself, which counts as present
+    when the statute's words for it are (:func:`term_overlap`)."""
+    if not query.lay_terms:
+        return list(query.terms)
+    inside = {s for lay in query.lay_terms for s in stem_words(lay)}
+    own = [t for t in query.terms if stem(t) not in inside]
+    return own + list(query.lay_terms)
+
+
+def term_overlap(terms: Iterable[str], text: str | None) -> float:
+    """Share of the question's terms present in ``text``, on Snowball stems; a lay term is
+    present when one of the statute's words for it is (a phrase: all its words but glue)."""
+    have = stems(text or "")
+    wanted = list(dict.fromkeys(t.lower() for t in terms if t))
+    if not wanted:
+        return 0.0
+    vocabulary = load_vocabulary()
+    found = sum(
+        1 for t in wanted
+        if stem(t) in have
+        or all(s in have for s in content_stems(t))
+        or any(all(s in have for s in content_stems(legal)) for legal in vocabulary.legal_for(t))
+    )  # fmt: skip
+    return found / len(wanted)
+
+
+def unit_summary(c: Candidate) -> dict[str, Any]:
+    """A ranked unit as a result lists it (``retrieved``, ``related``): where it is, its score
+    and its parts, and the diversity rule that moved it, if one did."""
+    return {
+        "jurisdiction": c.row["jurisdiction"],
+        "document": c.row["document_key"],
+        "label": c.label,
+        "section": c.row["section_label"],
+        "chunk_id": c.chunk_id,
+        "score": round(c.score, 4),
+        "authority": c.authority,
+        "why": {name: round(value, 4) for name, value in c.why.items() if value},
+        **({"moved": str(c.gave_way)} if c.gave_way else {}),
+    }
