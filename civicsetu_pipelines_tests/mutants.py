@@ -368,6 +368,20 @@ def amend_unnumbered(out: Path, sources: Sources) -> Mutant:
                    title=title, amends=sources.main)  # fmt: skip
 
 
+def amend_broken_lines(out: Path, sources: Sources) -> Mutant:
+    short = sources.main.short_title
+    path = _amending(out, "amend_broken_lines", sources.main, [
+        "In the said rules,-", "in sub-",
+        "rule (2) of rule 18, for the word \u201cthree\u201d the word \u201cfive\u201d shall be "
+        "substi-", "tuted.",
+    ])  # fmt: skip
+    title = AMENDMENT_TITLE.format(short=_stem(short)).replace("(Amendment)", "(Third Amendment)")
+    return _mutant("amend_broken_lines", path, "an amending G.O. with a lead-in whose instruction "
+                   "print broke across lines ('sub-' / 'rule', 'substi-' / 'tuted')", "loaded",
+                   sources.main, kind="notification", title=title,
+                   amends=sources.main)  # fmt: skip
+
+
 def _stem(short: str) -> str:
     """ "X Rules, 2016" -> "X" (the amending rules' title is built on it)."""
     return short.rsplit(" Rules", 1)[0] if " Rules" in short else short
@@ -375,7 +389,8 @@ def _stem(short: str) -> str:
 
 _ALL = (truncated, corrupt_stream, shuffled, rotated, image_only, glyphs_doubled, seam_doubled,
         encrypted_empty_password, encrypted_password, zero_pages, blank_pages, png_renamed,
-        jpeg_renamed, huge_page_image, amend_missing_unit, amend_unnumbered)  # fmt: skip
+        jpeg_renamed, huge_page_image, amend_missing_unit, amend_unnumbered,
+        amend_broken_lines)  # fmt: skip
 MUTANTS: dict[str, Callable[[Path, Sources], Mutant]] = {fn.__name__: fn for fn in _ALL}
 
 

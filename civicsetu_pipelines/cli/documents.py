@@ -63,6 +63,14 @@ def documents_add(
             "into force on, else its own date: 'Dated: ...', the place-date line)",
         ),
     ] = None,  # fmt: skip
+    first_of_month: Annotated[
+        bool,
+        typer.Option(
+            "--first-of-month",
+            help="When its date is printed to the month only (the day left blank for a hand to "
+            "write), take the month's first day",
+        ),
+    ] = False,  # fmt: skip
     status: Annotated[str, typer.Option(help="in_force or draft")] = "in_force",
     pages: Annotated[str | None, typer.Option(help="Pages to ingest, e.g. 3-40,42")] = None,
     language: Annotated[str, typer.Option(help="Tesseract language: eng, hin, kan ...")] = "eng",
@@ -112,7 +120,8 @@ def documents_add(
         raise typer.Exit(2)
     try:
         added = add_document(path, jurisdiction=jurisdiction, kind=kind, title=title, key=key,
-                             effective_from=date, status=status, pages=pages,
+                             effective_from=date, first_of_month=first_of_month,
+                             status=status, pages=pages,
                              language=language, source_url=source_url, amends=amends or (),
                              repeals=repeals or (), dry_run=dry_run,
                              progress=lambda line: console.print(escape(line)))  # fmt: skip

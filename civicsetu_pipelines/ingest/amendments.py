@@ -214,12 +214,41 @@ def _outside(position: int, regions: Sequence[tuple[int, int]]) -> bool:
     return not any(a < position < b for a, b in regions)
 
 
+# A legal word print broke at a line's end: "sub- rule", "sub-\nsection", "clau- se". Mended
+# before instructions are read: "sub-" joins the unit word after it (its hyphen kept); another
+# word broken by a hyphen is joined only when what it makes is a word instructions use.
+_BROKEN_SUB = re.compile(r"\b(sub)[ \t]*-[ \t]*\n?[ \t]*(?=(?:rule|regulation|section|paragraph|"
+                         r"clause)s?\b)", re.I)  # fmt: skip
+_BROKEN_WORD = re.compile(r"\b([A-Za-z]{2,})-[ \t]*\n?[ \t]*([a-z]+)\b")
+INSTRUCTION_WORDS = frozenset({
+    "rule", "rules", "regulation", "regulations", "section", "sections", "paragraph", "clause",
+    "clauses", "proviso", "explanation", "schedule", "annexure", "substituted", "inserted",
+    "omitted", "renumbered", "following", "figures", "figure", "words", "expression", "namely",
+    "principal", "hereinafter", "notification", "amendment",
+})  # fmt: skip
+
+
+def mend_line_breaks(text: str) -> str:
+    """``text`` with the legal words print broke across a line (or around a stray space) whole
+    again (see :data:`INSTRUCTION_WORDS`); every other hyphen as printed."""
+    text = _BROKEN_SUB.sub(lambda m: f"{m.group(1)}-", text)
+    return _BROKEN_WORD.sub(
+        lambda m: (
+            m.group(1) + m.group(2)
+            if (m.group(1) + m.group(2)).lower() in INSTRUCTION_WORDS
+            else m.group(0)
+        ),
+        text,
+    )
+
+
 def read_instructions(pages: Sequence[tuple[int, str]]) -> AmendingText:
-    """The instructions of an amending instrument's pages ((page number, text) in order)."""
+    """The instructions of an amending instrument's pages ((page number, text) in order), the
+    legal words print broke across lines mended first (:func:`mend_line_breaks`)."""
     text, starts = "", []
     for number, page_text in pages:
         starts.append((len(text), number))
-        text += page_text.rstrip() + "\n"
+        text += mend_line_breaks(page_text.rstrip()) + "\n"
 
     def page_at(offset: int) -> int:
         return max((p for s, p in starts if s <= offset), default=pages[0][0] if pages else 1)
@@ -750,7 +779,7 @@ def instrument_of(
     repealed", read in the kinds of AMENDING_KINDS only); None when it does neither."""
     if kind not in AMENDING_KINDS and not amends and not repeals:
         return None
-    text = "\n".join(t for _, t in pages)
+    text = mend_line_breaks("\n".join(t for _, t in pages))
     others = {k: t for k, t in titles.items() if k != key}
     named_amended, named_repealed = named_documents(text, others)
     amended = tuple(amends) or (tuple(named_amended) if _SPEAKS.search(text) else ())

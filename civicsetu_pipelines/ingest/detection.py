@@ -47,6 +47,7 @@ HIGH = "high"
 LOW = "low"
 NOT_FOUND = "not found"
 DATE_PAGES = 8  # a judgment prints its date after the parties (Neelkamal: page 6)
+FOOT_PAGES = 2  # and an order may be dated only at its foot, beside the signature
 TITLE_LINES = 40  # a heading is printed near the top of its page
 
 Value = str | dt.date | tuple[str, ...] | None
@@ -122,7 +123,7 @@ def detect_document(
     return Detection(
         kind=found_kind,
         title=_title(text_pages[:DETECT_PAGES], read_as),
-        date=_date(text_pages[:DATE_PAGES]),
+        date=_date(text_pages[:DATE_PAGES], text_pages[DATE_PAGES:][-FOOT_PAGES:]),
         in_force=_in_force(text_pages[:DETECT_PAGES]),
         amends=amends,
         repeals=repeals,
@@ -240,7 +241,7 @@ _YEAR = r"(?:19|2[0O])[0-9O]{2}"  # a scan's text layer may read 0 as O ("2O24")
 _DAY = r"[0-3]?[0-9]"
 _ORD = r"\s*(?:st|nd|rd|th)?"
 DATE = (
-    rf"(?i:(?<![\d/])(?:(?P<d1>{_DAY})\s*[./-]\s*(?P<m1>[01]?[0-9])\s*[./-]\s*(?P<y1>{_YEAR})"
+    rf"(?i:(?<![\d/])(?:(?P<d1>{_DAY})\s*[./-]\s*(?P<m1>[01]?[0-9])\s*[./-]\s*(?P<y1>{_YEAR}|\d\d)"
     rf"|(?P<d2>{_DAY}){_ORD}\s*(?:day\s+of\s+)?(?P<m2>{_MONTH})\.?\s*[,|]?\s*(?P<y2>{_YEAR})"
     rf"|(?P<m3>{_MONTH})\.?\s+(?P<d3>{_DAY}){_ORD}\s*,\s*(?P<y3>{_YEAR}))(?!\d))"
 )
@@ -262,6 +263,23 @@ _MASTHEAD = re.compile(rf"\b(?:MON|TUES|WEDNES|THURS|FRI|SATUR|SUN)DAY\s*,\s*{DA
 _NOT_A_PREFIX = re.compile(r"\b(?:order|letter|gazette|judge?ment|impugned|vide|under|by|in|from|"
                            r"with|of|on|read|ref)\b", re.I)  # fmt: skip
 _REFERENCE = re.compile(r"\bNo\b\.?\s*[:.]?\s*\S*\d")  # "G.O.Ms.No. 123", "No: DOH 184"
+# the document's own kind and number before its date: "Office Order: A/E-1/2020, Dt: 14-05-2020"
+_OWN_NUMBER = re.compile(r"^(?:office\s+|speaking\s+)?(?:order|circular|notification|memo)"
+                         r"(?:\s*no\b\.?\s*[:.\-]?|\s*[:.\-])\s*\S*\d(?:\S*|\s+of\s+\d{4})$",
+                         re.I)  # fmt: skip
+# a date's label on a line of its own, the date on the next ("Date of decision:" / "18.04.2024",
+# as a header table prints them)
+_LABEL_ALONE = re.compile(r"^\s*(?:dated?|dt|date\s+of\s+(?:decision|order|judge?ment|"
+                          r"pronouncement))\s*\.?\s*[:.\-\u2014]*\s*$", re.I)  # fmt: skip
+_BARE_DATE = re.compile(rf"^\s*(?:the\s+)?{DATE}\s*[.,]?\s*$", re.I)
+# the formal dating of an order's opening: "On 4th day of August, 2025", "this the 4th day of"
+_DAY_OF = re.compile(rf"^\s*(?:on|this)\s+(?:the\s+)?"
+                     rf"(?=[0-3]?[0-9]{_ORD}\s+day\s+of\b){DATE}", re.I)  # fmt: skip
+# a date known to the month only: its day left for a hand to write ("DATED ____ APRIL, 2017")
+_MONTH_ONLY = re.compile(rf"\bdated?\b\.?\s*[:.,\-]*\s*(?:the\s+)?[_.\s]*(?P<m>{_MONTH})\.?\s*,?\s*"
+                         rf"(?P<y>{_YEAR})\s*[.,]?\s*$", re.I)  # fmt: skip
+FOOT_LINES = 15  # a date at the foot, beside the signature: the last page's last lines
+_BRACKETED = re.compile(r"^\s*[(\[]\s*(?P<inner>.*?)\s*[)\]]\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:\(?\d{1,2}[.)]|\([a-z]{1,3}\)|[ivx]{1,4}[.)])\s", re.I)
 # "Read the following:" / "Ref:" lists the orders a G.O. builds on, each with its date: never
 # the G.O.'s own date; the list ends at its separator or at ORDER / NOTIFICATION
@@ -277,6 +295,7 @@ class _DateSeen:
     date: dt.date
     words: str
     misread: bool  # an O read for a 0
+    sure: bool = True  # False: a date a person would check (a formal opening, a bare foot date)
 
 
 def _to_date(m: re.Match[str]) -> tuple[dt.date, bool] | None:
@@ -284,6 +303,9 @@ def _to_date(m: re.Match[str]) -> tuple[dt.date, bool] | None:
         if m.group(y) is None:
             continue
         year = m.group(y)
+        if len(year) == 2:  # "Dt. 14.05.20": this century unless that is still to come
+            now = dt.date.today().year
+            year = str(now - now % 100 + int(year) - (100 if int(year) > now % 100 else 0))
         raw_month = m.group(mo).lower().rstrip(".")
         month = int(raw_month) if raw_month.isdigit() else _MONTHS.get(raw_month)
         try:
@@ -315,8 +337,13 @@ def _own_date(line: str) -> re.Match[str] | None:
     label = _LABEL.match(line)
     if label and not _LIST_ITEM.match(line):
         prefix = label.group("prefix").strip(" ,.;:-\u2014")
-        if not prefix or (
-            (_PLACE.match(prefix) or _REFERENCE.search(prefix)) and not _NOT_A_PREFIX.search(prefix)
+        if (
+            not prefix
+            or _OWN_NUMBER.match(prefix)
+            or (
+                (_PLACE.match(prefix) or _REFERENCE.search(prefix))
+                and not _NOT_A_PREFIX.search(prefix)
+            )
         ):
             return label  # fmt: skip
     place = _PLACE_DATE.match(line)
@@ -327,39 +354,89 @@ def _own_date(line: str) -> re.Match[str] | None:
     return _THE_DATE.match(line)
 
 
-def _dates_on(page: Mapping[str, Any]) -> list[_DateSeen]:
+def _dates_on(
+    page: Mapping[str, Any], *, last: bool = False, past_the_head: bool = False
+) -> list[_DateSeen]:
+    """The dates ``page`` prints as a document's own, strongest first in kind (see
+    :class:`_DateSeen`); ``last``: it is the document's last page, whose foot may date it;
+    ``past_the_head``: a page after the first ones, where only a labelled date line ("Dated:",
+    "<place>, <date>", "Pronounced on") is sure."""
     seen = []
     number = int(page["page"])
-    heading_at = -9
-    for i, raw in _own_lines(page):
+    heading_at = label_at = -9
+    lines = _own_lines(page)
+    foot = lines[-FOOT_LINES:][0][0] if last and lines else None
+    for i, raw in lines:
         line = _flat(raw)
+        bracketed = _BRACKETED.match(line)
+        inner = bracketed.group("inner") if bracketed else line  # "(Date: 25-09-2025)"
         if _HEADING_WORD.match(line):
             heading_at = i
-        found: tuple[int, re.Match[str] | None] = (4 if i - heading_at <= 2 else 3, _own_date(line))
+        if _LABEL_ALONE.match(inner):
+            label_at = i
+            continue
+        sure = True
+        strength = 4 if i - heading_at <= 2 else 3
+        found: tuple[int, re.Match[str] | None] = (strength, _own_date(inner))
+        if found[1] is not None and past_the_head and _THE_DATE.match(inner):
+            sure = False  # "The 19th July, 2023." deep in a document: another paper's heading
+        if found[1] is None and i - label_at <= 2:  # its label on the line above
+            found = (found[0], _BARE_DATE.match(inner))
         if found[1] is None:
-            found = (2, _ASSENT.match(line))
+            found, sure = (3, _DAY_OF.match(inner)), False
+        if found[1] is None and foot is not None and i >= foot:
+            found = (3, _BARE_DATE.match(inner))
+        if found[1] is None:
+            found, sure = (2, _ASSENT.match(line)), True
         if found[1] is None:
             found = (1, _MASTHEAD.search(line))
         read = _to_date(found[1]) if found[1] is not None else None
         if read is not None:
-            seen.append(_DateSeen(found[0], number, i, read[0], line, read[1]))
+            seen.append(_DateSeen(found[0], number, i, read[0], line, read[1], sure))
     return seen
 
 
-def _date(pages: Sequence[Mapping[str, Any]]) -> Found:
-    seen = [s for p in pages for s in _dates_on(p)]
+def _month_only(pages: Sequence[Mapping[str, Any]]) -> Found | None:
+    """A date line whose day is blank (left for a hand to write): "not found", its month kept
+    as the value ("2017-04") for a user who agrees to take the month's first day."""
+    for page in pages:
+        for _, raw in _own_lines(page):
+            m = _MONTH_ONLY.search(_flat(raw))
+            month = _MONTHS.get(m.group("m").lower().rstrip(".")) if m else None
+            if m and month:
+                year = int(m.group("y").upper().replace("O", "0"))
+                return Found("date", f"{year:04d}-{month:02d}",
+                             f'the day is not printed (written by hand?): page {page["page"]}: '
+                             f'"{_flat(raw)}" gives {calendar.month_name[month]} {year} only',
+                             int(page["page"]), NOT_FOUND)  # fmt: skip
+    return None
+
+
+def _date(pages: Sequence[Mapping[str, Any]], foot: Sequence[Mapping[str, Any]] = ()) -> Found:
+    """The document's own date from its first ``pages`` or, when they print none for sure, its
+    last pages ``foot`` (beyond the first; the foot of the very last page may date it)."""
+    final = int((foot or pages)[-1]["page"]) if (foot or pages) else None
+    seen = [s for p in pages for s in _dates_on(p, last=int(p["page"]) == final)]
+    if not any(s.sure and s.strength >= 2 for s in seen):  # no date line, no Act's assent
+        for p in foot:
+            seen += _dates_on(p, last=int(p["page"]) == final, past_the_head=True)
     if not seen:
-        return _missing("date", "no date line of its own (\"Dated: ...\", \"<place>, <date>\", "
-                                "a Gazette masthead) on its first pages")  # fmt: skip
-    best = min(seen, key=lambda s: (-s.strength, s.page, s.line))
-    rivals = {s.date for s in seen if s.strength == best.strength and s.date != best.date}
-    others = {s.date for s in seen if s.strength >= 3 and s.date != best.date}
+        return _month_only([*pages, *foot]) or _missing(
+            "date", "no date line of its own (\"Dated: ...\", \"<place>, <date>\", a Gazette "
+            "masthead) on its first pages or at its foot")  # fmt: skip
+    pool = [s for s in seen if s.sure] or seen  # a date to check only when none is sure
+    best = min(pool, key=lambda s: (-s.strength, s.page, s.line))
+    rivals = {s.date for s in pool if s.strength == best.strength and s.date != best.date}
+    others = {s.date for s in pool if s.strength >= 3 and s.date != best.date}
     words = best.words
-    confidence = HIGH if best.strength >= 3 and not best.misread and not rivals else LOW
+    confidence = (HIGH if best.strength >= 3 and best.sure and not best.misread and not rivals
+                  else LOW)  # fmt: skip
     if best.strength == 2:
         words += " (the Act's date of assent: no date line of its own)"
     elif best.strength == 1:
         words += " (the Gazette's date of issue: no date line of its own)"
+    elif not best.sure:
+        words += " (not a dated line: check it)"
     if best.misread:
         words += " (an O read as 0)"
     if others:
@@ -518,10 +595,16 @@ _GO_NUMBER = re.compile(r"\bG\.\s?O\.?\s*\(?\s*(?:Ms|Rt|P)\s*\)?\.?\s*No\.?\s*\d
 _DOC_NUMBER = re.compile(r"^\s*(?P<n>(?:CIRCULAR|(?:OFFICE\s+)?ORDER|NOTIFICATION|MEMORANDUM)\s+"
                          r"No\.?\s*[:.]?\s*[^\s,]+(?:\s+of\s+\d{4})?)", re.I)  # fmt: skip
 _ABSTRACT = re.compile(r"^\s*ABSTRACT\s*[:.\-\u2014]*\s*$", re.I)
-_SUBJECT = re.compile(r"^\s*Sub(?:ject)?\s*[:.\-\u2014]+\s*(?P<s>.+)$", re.I)
+# "ABSTRACT: <subject>" on one line, and "Sub:" / "Subject -" lines
+_SUBJECT = re.compile(r"^\s*(?:Sub(?:ject)?|ABSTRACT)\s*[:.\-\u2014]+\s*(?P<s>.+)$", re.I)
+# What ends an abstract or subject: a rule, the G.O.'s number, its "Read" list, ORDER, the
+# salutation, a list item, or the department's heading in capitals (an abstract that opens with
+# the department's name in its own case is the subject itself: "Municipal Administration &
+# Urban Development Department - Real Estate ... - Orders - Issued.")
 _SUBJECT_END = re.compile(
     r"^\s*(?:[*\-_=~.\s]{3,}|G\.\s?O\.|read\b|ref|O\s*R\s*D\s*E\s*R\b|ORDER\b|NOTIFICATION\b|"
-    r"sir\b|madam\b|[A-Z &()/.,]*\bDEPARTMENT\b.*|\(?\d{1,2}[.)]\s)",
+    r"sir\b|madam\b|(?-i:[A-Z0-9 &()/.,\-\u2013]*\bDEPARTMENT\b[A-Z0-9 &()/.,\-\u2013]*$)|"
+    r"\(?\d{1,2}[.)]\s)",
     re.I,
 )
 

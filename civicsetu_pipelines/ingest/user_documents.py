@@ -154,6 +154,7 @@ def add_document(
     title: str | None = None,
     key: str | None = None,
     effective_from: dt.date | None = None,
+    first_of_month: bool = False,
     status: str = "in_force",
     pages: str | None = None,
     language: str = "eng",
@@ -170,7 +171,9 @@ def add_document(
     ``kind``, ``title``, ``effective_from``, ``amends`` and ``repeals`` override what the
     document's own words give (:func:`~civicsetu_pipelines.ingest.detection.detect_document`):
     the date it comes into force on, else its own date, is its effective date. A field that is
-    neither given nor read is an :class:`AddError` naming the flag to pass. ``progress`` hears
+    neither given nor read is an :class:`AddError` naming the flag to pass; a date printed to
+    the month only (its day left blank) is taken as the month's first day with
+    ``first_of_month``, never without. ``progress`` hears
     of long work before it starts (the scanned pages about to be OCR'd)."""
     path = Path(path).resolve()
     try:
@@ -213,6 +216,9 @@ def add_document(
     )  # fmt: skip
     if issuer is not None:
         detection = dataclasses.replace(detection, jurisdiction=issuer)
+    month = None if effective_from or detection.in_force.found else _month_only(detection)
+    if month is not None and first_of_month:
+        effective_from = month
     if refused:
         raise AddError(refused, detection)
     flagged = (("jurisdiction", jurisdiction), ("kind", kind), ("title", title),
@@ -223,6 +229,8 @@ def add_document(
     if missing:
         names = _and([f"the {f.name}" for f in missing])
         flags = _and([FLAGS[f.name] for f in missing])
+        if month is not None:
+            flags += f" (or --first-of-month: {detection.date.words})"
         raise AddError(f"{path}: {names} could not be read from the document's own words: pass "
                        f"{flags}", detection)  # fmt: skip
     kind = kind or str(detection.kind.value)
@@ -258,6 +266,9 @@ def add_document(
         raise AddError(f"{path}: {_first_error(exc)}", detection) from None
     notes = [f"{f.name} read with low confidence ({f.why()}): check it, or pass {FLAGS[f.name]}"
              for f in _used(detection, given) if f.confidence == LOW]  # fmt: skip
+    if month is not None and first_of_month:
+        notes.append(f"date taken as {month.isoformat()}, the first day of its month "
+                     f"(--first-of-month): {detection.date.words}")  # fmt: skip
     if not text_layer:
         notes.append(f"no text layer: its pages will be OCR'd in {language!r} "
                      f"({_ocr_readiness(language)})")  # fmt: skip
@@ -281,6 +292,16 @@ def add_document(
         write_atomic(stored, path.read_bytes())
     _write_entries(registry_file, entries)
     return added
+
+
+def _month_only(detection: Detection) -> dt.date | None:
+    """The first day of the month a date printed to the month only names (its day left blank:
+    ``detection.date`` not found, its value "YYYY-MM"); None otherwise."""
+    value = detection.date.value
+    if detection.date.found or not isinstance(value, str):
+        return None
+    year, month = value.split("-")
+    return dt.date(int(year), int(month), 1)
 
 
 def _read_pages(

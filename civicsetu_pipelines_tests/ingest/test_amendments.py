@@ -284,3 +284,39 @@ def test_other_drafting_styles_read_the_same_way() -> None:
         ("substitute", "Rule 16", None, None,
          "16. Timelines for refund.- Any refund shall be paid within thirty days."),
     ]  # fmt: skip
+
+
+def test_an_order_that_breaks_its_words_across_lines_amends_from_its_date(tmp_path: Path) -> None:
+    """A G.O. as print breaks it: a lead-in ("In the principal Rules,-"), "sub-" ending a line,
+    "sub- rule" with a stray space, "substi-" / "tuted", straight and curly quotes. Parsed as
+    the pipeline parses a PDF, what it amends is read from its own words (no --amends) and the
+    rules change from its date: both versions stand, each on its days."""
+    order = [
+        "GOVERNMENT OF MIZORAM", "NOTIFICATION",
+        f"The Governor of Mizoram hereby makes the following amendment to the {RULES_TITLE} "
+        "(hereinafter referred to as the principal Rules).",
+        "In the principal Rules,-",
+        "(a) in rule 3, in sub-",
+        "rule (2), for the word \u201cten\u201d the word \u201ctwenty\u201d shall be substituted;",
+        "(b) in rule 8, in sub- rule (2), for the words \"plus two per cent\" the words \"plus "
+        "three per cent\" shall be substi-",
+        "tuted.",
+        "By order of the Governor,",
+    ]  # fmt: skip
+    rules_pdf = write_pdf(tmp_path / "rules.pdf", rules_pages())
+    order_pdf = write_pdf(tmp_path / "order.pdf", [order])
+    rules = _spec("mizoram_rules_2018", RULES_TITLE, "rules", "2018-05-01", rules_pdf)
+    go = _spec("mizoram_go_2024", "G.O. 2024", "order", "2024-04-01", order_pdf)
+    rule_rows, _ = _parsed(rules, rules_pdf)
+    order_rows, order_pages = _parsed(go, order_pdf)
+    printed = "\n".join(text for _, text in order_pages)
+    assert "sub-\nrule" in printed and "sub- rule" in printed and "substi-\ntuted" in printed
+    assert read_instructions(order_pages).problems == []
+    instrument = instrument_of(go.key, go.title, go.effective_date, order_pages, kind="order",
+                               amends=(), repeals=(), titles={rules.key: RULES_TITLE})  # fmt: skip
+    assert instrument is not None and instrument.amends == (rules.key,)
+    result = amend_partition(rule_rows + order_rows, [instrument])
+    before, after = _live(result.rows, dt.date(2024, 3, 31)), _live(result.rows, APRIL)
+    assert "fee of ten rupees" in before["Rule 3"] and "fee of twenty rupees" in after["Rule 3"]
+    assert "plus two per cent" in before["Rule 8"] and "plus three per cent" in after["Rule 8"]
+    assert result.problems == [] and len(result.done) == 2

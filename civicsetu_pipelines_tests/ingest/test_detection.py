@@ -70,6 +70,32 @@ def test_a_state_go_is_read_from_its_abstract_its_dated_line_and_its_enacting_fo
     assert not found.repeals.found
 
 
+@pytest.mark.parametrize(
+    "abstract",
+    [
+        # the abstract opens with the department's name in its own case (the department's
+        # heading below it, in capitals, ends it)
+        ["ABSTRACT", "Municipal Administration & Urban Development Department \u2013 Real Estate "
+         "(Regulation and Development) Act, 2016 \u2013 Rules \u2013 Amendment \u2013 Orders "
+         "\u2013 Issued.", "MUNICIPAL ADMINISTRATION & URBAN DEVELOPMENT (M2) DEPARTMENT"],
+        ["ABSTRACT: Real Estate (Regulation and Development) Act, 2016 - Rules - Amendment - "
+         "Orders - Issued.", "URBAN DEVELOPMENT DEPARTMENT"],
+    ],
+)  # fmt: skip
+def test_a_go_subject_is_its_abstract_above_its_read_list(
+    tmp_path: Path, abstract: list[str]
+) -> None:
+    page = ["GOVERNMENT OF MIZORAM", *abstract, "G.O.Ms.No. 202          Dated: 31-07-2017.",
+            "Read the following:", "1. G.O.Ms.No. 107, dated 27-03-2017.", "ORDER:",
+            "The following notification shall be published."]  # fmt: skip
+    found = _read(tmp_path, "go", [page], kind="order")
+    title = str(found.title.value)
+    assert title.startswith("G.O.Ms.No. 202: ") and _plain(title).endswith("orders issued"), title
+    assert "Real Estate (Regulation and Development) Act, 2016" in title
+    assert found.title.confidence == HIGH
+    assert (found.date.value, found.date.confidence) == (dt.date(2017, 7, 31), HIGH)
+
+
 def test_a_go_whose_own_date_is_not_printed_is_not_given_a_date_it_cites(tmp_path: Path) -> None:
     undated = [line.replace("Dated: 28-01-2019", "") for line in GO]
     found = _read(tmp_path, "go", [undated])
@@ -222,6 +248,81 @@ def test_a_judgment_is_titled_by_its_parties_and_dated_when_pronounced(tmp_path:
                                  "Judicature at Bombay)")  # fmt: skip
     assert found.date.value == dt.date(2017, 12, 6)  # not the day it was reserved
     assert not found.amends.found
+
+
+ORDER_BODY = [
+    "The promoter has not uploaded the quarterly progress report for the project.",
+    "The promoter is directed to upload it within fifteen days, failing which action under "
+    "section 63 of the Act shall follow.",
+]
+
+
+@pytest.mark.parametrize(
+    ("head", "date", "confidence"),
+    [
+        # an office order's own number before "Dt:" (its kind in the prefix is its own heading)
+        (["OFFICE OF THE REAL ESTATE REGULATORY AUTHORITY",
+          "Office Order: A/E-1/2020, Dt: 14-05-2020"], dt.date(2020, 5, 14), HIGH),
+        (["CIRCULAR", "No. RERA/CIR/7/2025", "Dated: 28/3/2025"], dt.date(2025, 3, 28), HIGH),
+        (["Order No. 12/2020 Dt. 14.05.20"], dt.date(2020, 5, 14), HIGH),  # a two-digit year
+        # a header table: the label in one cell, the date in the next
+        (["Complaint No. 41 of 2023", "Date of decision:", "18.04.2024"],
+         dt.date(2024, 4, 18), HIGH),
+        (["BEFORE THE AUTHORITY", "(Date: 25-09-2025)"], dt.date(2025, 9, 25), HIGH),
+        # a scanned order's opening: read, but a person checks it
+        (["ORDER", "On 4th day of August, 2025, the Authority heard the parties."],
+         dt.date(2025, 8, 4), LOW),
+        # the narrative's "day of" never outweighs the order's own date line
+        (["Dated: 01.04.2019", "On 5th day of March, 2019, the complainant booked a flat."],
+         dt.date(2019, 4, 1), HIGH),
+    ],
+)  # fmt: skip
+def test_dates_are_read_as_orders_print_them(
+    tmp_path: Path, head: list[str], date: dt.date, confidence: str
+) -> None:
+    found = _read(tmp_path, "order", [head + ORDER_BODY])
+    assert (found.date.value, found.date.confidence) == (date, confidence), found.date
+    assert found.date.page == 1
+
+
+def test_an_order_dated_only_at_its_foot_is_read_there(tmp_path: Path) -> None:
+    """Past the first pages: the foot of the last page, beside the signature. A dated line there
+    is sure; a bare date is read for a person to check."""
+    body = [[f"{n}. The Authority has considered the submissions of the parties at length."]
+            for n in range(1, 11)]  # fmt: skip
+    signed = ["11. The complaint is allowed.", "Sd/-", "(A. B. Member)", "Place: Gandhinagar"]
+    found = _read(tmp_path, "long", [*body, signed + ["Dated: May 27, 2019"]])
+    assert (found.date.value, found.date.confidence, found.date.page) == (
+        dt.date(2019, 5, 27),
+        HIGH,
+        11,
+    )
+    found = _read(tmp_path, "bare", [*body, signed + ["18.03.2025"]])
+    assert (found.date.value, found.date.confidence) == (dt.date(2025, 3, 18), LOW)
+    assert "check it" in found.date.words
+
+
+def test_a_date_deep_in_a_document_never_outweighs_its_head(tmp_path: Path) -> None:
+    """An Act dated by its assent on the first page: a heading's date on its last pages (another
+    paper printed with it) is not its date; with no date at its head, that heading's date is read
+    for a person to check, never as sure."""
+    body = [[f"{n}. The provisions of this Act shall apply to the processing of data."]
+            for n in range(2, 11)]  # fmt: skip
+    tail = ["NOTIFICATION", "The 19th July, 2023.", "S.O. 12(E).- In exercise of the powers."]
+    act = ["THE DIGITAL DATA ACT, 2023", "NO. 22 OF 2023", "[11th August, 2023.]",
+           "An Act to provide for the processing of digital data."]  # fmt: skip
+    found = _read(tmp_path, "act", [act, *body, tail])
+    assert (found.date.value, found.date.confidence) == (dt.date(2023, 8, 11), LOW)
+    found = _read(tmp_path, "bare", [act[:2] + act[3:], *body, tail])
+    assert (found.date.value, found.date.confidence) == (dt.date(2023, 7, 19), LOW)
+
+
+def test_a_date_whose_day_is_left_blank_is_known_to_the_month_only(tmp_path: Path) -> None:
+    """The day written by hand: not found, the month kept for a user who agrees to its first
+    day (``documents add --first-of-month``)."""
+    found = _read(tmp_path, "rules", [["NOTIFICATION", "DEHRADUN, DATED APRIL, 2017", *ORDER_BODY]])
+    assert not found.date.found and found.date.value == "2017-04"
+    assert "the day is not printed" in found.date.words and "April 2017" in found.date.words
 
 
 # -- The real corpus against MANIFEST.tsv -----------------------------------------------------

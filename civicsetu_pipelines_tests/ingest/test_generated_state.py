@@ -98,20 +98,7 @@ def test_every_citation_it_makes_is_in_its_units(read: dict[int, Read], index: i
         assert found.document.case_number in text
 
 
-def _date_case(index: int) -> Any:
-    reasons = {
-        18: "detection.py reads no date line in brackets: '(Date: 25-09-2025)' under the "
-        "parties of a generated order gives 'no date line of its own'",
-        38: f"detection.py reads the date on the first {DATE_PAGES} pages only: an 11-page "
-        "order dated only at its foot ('Place: Gandhinagar' / 'Dated: May 27, 2019') gives "
-        "'no date line of its own'",
-    }
-    if index in reasons:
-        return pytest.param(index, marks=pytest.mark.xfail(strict=True, reason=reasons[index]))
-    return index
-
-
-@pytest.mark.parametrize("index", [_date_case(i) for i in CHOSEN])
+@pytest.mark.parametrize("index", list(CHOSEN))
 def test_its_date_is_read_from_its_own_words(read: dict[int, Read], index: int) -> None:
     found = read[index]
     assert found.detection.effective_from.value == found.document.date, (

@@ -136,6 +136,10 @@ def test_what_each_mutant_made(outcomes: dict[str, tuple[Mutant, Outcome]]) -> N
     assert "0 instruction(s) applied" in missing and "Rule 40(2)" in missing, missing
     unnumbered = got["amend_unnumbered"].reason
     assert "0 instruction(s) applied" in unnumbered and "Rule 18(2)" in unnumbered, unnumbered
+    # the words print broke across lines are mended: the instruction is read (and named: the
+    # rules have no Rule 18(2)), never "an instruction not read"
+    broken = got["amend_broken_lines"].reason
+    assert "Rule 18(2)" in broken and "not read" not in broken, broken
 
 
 @pytest.fixture(scope="module")

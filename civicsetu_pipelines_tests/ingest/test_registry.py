@@ -636,3 +636,24 @@ def test_a_large_registry_is_remembered_beside_it_and_read_again_only_when_its_t
     write_registry_file(small, "", entries[:3])
     assert read_entries(small) == entries[:3]
     assert not small.with_name(".small.yaml.entries.json").exists()
+
+
+def test_a_date_known_to_the_month_only_is_taken_only_when_the_user_agrees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rules whose date line leaves the day to a hand ("DEHRADUN, DATED APRIL, 2017"): refused,
+    naming --first-of-month; with it, the month's first day, and the note says so."""
+    from civicsetu_pipelines.base.settings import ENV_STATE_DIR
+    from civicsetu_pipelines.ingest import AddError, add_document
+    from civicsetu_pipelines_tests.pdfgen import write_pdf
+
+    monkeypatch.setenv(ENV_STATE_DIR, str(tmp_path / "state"))
+    page = ["ORDER", "DEHRADUN, DATED APRIL, 2017", "The promoter shall keep separate accounts."]
+    pdf = write_pdf(tmp_path / "order.pdf", [page])
+    given = {"jurisdiction": "Mizoram", "kind": "order", "title": "An Order, 2017"}
+    with pytest.raises(AddError, match=r"--effective-from YYYY-MM-DD \(or --first-of-month: the "
+                                       r"day is not printed.*April 2017 only\)"):  # fmt: skip
+        add_document(pdf, **given)
+    added = add_document(pdf, first_of_month=True, **given)
+    assert added.spec.effective_date == dt.date(2017, 4, 1)
+    assert any("first day of its month (--first-of-month)" in n for n in added.notes)
