@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import html
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -364,4 +364,34 @@ def scanned_pdf(
 def write_bytes(path: Path | str, data: bytes) -> Path:
     path = Path(path)
     path.write_bytes(data)
+    return path
+
+
+def ocr_layered_pdf(
+    path: Path | str,
+    pages: Sequence[Sequence[PageItem]],
+    layer: Callable[[str], str | None],
+    dpi: int = 200,
+) -> Path:
+    """``pages`` scanned (as :func:`scanned_pdf`) under someone else's OCR: each printed line
+    written invisibly (text render mode 3) where it is printed, as ``layer`` read it (its
+    numbers dropped or misread; None: the line is missing from the layer)."""
+    path = Path(path)
+    source = pymupdf.open(stream=pdf_bytes(pages), filetype="pdf")
+    out = pymupdf.open()
+    try:
+        for page in source:
+            scan = out.new_page(width=page.rect.width, height=page.rect.height)
+            scan.insert_image(scan.rect, pixmap=page.get_pixmap(dpi=dpi, colorspace=pymupdf.csGRAY))
+            for block in page.get_text("dict")["blocks"]:
+                for line in block.get("lines", []):
+                    read = layer("".join(span["text"] for span in line["spans"]))
+                    if read:
+                        first = line["spans"][0]
+                        scan.insert_text(first["origin"], read, fontsize=first["size"],
+                                         render_mode=3)  # fmt: skip
+        out.save(path, deflate=True)
+    finally:
+        out.close()
+        source.close()
     return path

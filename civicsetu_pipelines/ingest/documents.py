@@ -131,6 +131,7 @@ def pages_fingerprint(sha256: str, pages: Sequence[int], language: str, ocr: boo
             "civicsetu_pipelines.ingest.glyphs",
             "civicsetu_pipelines.ingest.margin_numbers",
             "civicsetu_pipelines.ingest.ocr",
+            "civicsetu_pipelines.ingest.ocr_layers",
             "civicsetu_pipelines.base.canonical",
         ),
     }

@@ -145,14 +145,17 @@ _OCR_BUDGETS = {
 
 
 def _untrusted_layers(parsed: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Pages whose text layer was judged untrustworthy: replaced by OCR, or unreadable; why."""
+    """Pages whose text layer was judged untrustworthy: replaced by OCR, or unreadable; or
+    someone else's OCR layer read again (re-read, or checked and kept); why, with the figures."""
+    verdicts = {"text_layer_replaced": "replaced", "text_layer_unreadable": "unreadable",
+                "text_layer_reread": "re-read", "text_layer_kept": "checked, kept"}  # fmt: skip
     out = []
     for page in parsed:
-        verdict = ("replaced" if "text_layer_replaced" in page["flags"] else "unreadable"
-                   if "text_layer_unreadable" in page["flags"] else None)  # fmt: skip
+        verdict = next((v for flag, v in verdicts.items() if flag in page["flags"]), None)
         if verdict is None:
             continue
-        why = next((r["reason"] for r in page["removed"] if "text layer" in r["reason"]), "")
+        why = next((r["reason"] for r in page["removed"]
+                    if "text layer" in r["reason"] or "OCR layer" in r["reason"]), "")  # fmt: skip
         out.append({"page": page["page"], "verdict": verdict, "why": why})
     return out
 

@@ -32,6 +32,14 @@ from civicsetu_pipelines.ingest.ocr import (
     tesseract_available,
     tesseract_languages,
 )
+from civicsetu_pipelines.ingest.ocr_layers import (
+    MIN_LAYER_SHARE,
+    Reading,
+    foreign_ocr_layer,
+    numbering_gaps,
+    prefer_reread,
+    structure_faults,
+)
 
 TOP_ZONE = 0.11  # share of page height treated as header zone
 BOTTOM_ZONE = 0.09
@@ -425,6 +433,10 @@ class _RawPage:
     unreadable: str | None = None
     replaced: str | None = None  # why OCR replaced the text layer (its rows: replaced_rows)
     replaced_rows: list[Row] = field(default_factory=list)
+    # someone else's OCR layer checked against this project's reading and kept: the reading
+    # not served, and why (both figures)
+    not_kept: list[Row] = field(default_factory=list)
+    not_kept_reason: str = ""
 
     def read_by_ocr(self, read: OcrPage) -> None:
         """Take the page's rows, margin lines and confidence from an OCR reading of it."""
@@ -529,6 +541,8 @@ def parse_pdf(
             except Exception as exc:  # one line, whatever the library said
                 why = " ".join(str(exc).split())[:300] or type(exc).__name__
                 raise PdfError(key, f"page {index + 1} cannot be read: {why}") from exc
+        if ocr:
+            reread_numbering_gaps(raw, doc, language, budget)
     finally:
         if ahead is not None:
             ahead.close()
@@ -569,6 +583,15 @@ def _extract_page(
             _judge_text_layer(result, page, language, budget)
         except OcrSkipped as skipped:  # the layer is kept as it is, unjudged: said so
             result.flags += ["ocr_skipped_budget", skipped.flag]
+    if rows and foreign_ocr_layer(page):
+        result.flags.append("ocr_layer")
+        if language == "eng" and ocr and result.method != "ocr":
+            layer = "\n".join(r.text for r in result.rows(True) + _rows(result.margin_lines))
+            share, faults = known_word_share(layer), structure_faults(layer)
+            if faults:
+                reread(result, page, language, budget, f"its numbering breaks: {faults[0]}")
+            elif share is not None and share < MIN_LAYER_SHARE:
+                reread(result, page, language, budget, f"{share:.0%} of its words are English")
     if not rows:
         if is_blank(page):  # no ink at all: nothing to read, by any means
             result.fixed_rows, result.method = [], "none"
@@ -658,6 +681,63 @@ def _judge_text_layer(
         result.margin_lines = []
 
 
+def reread(
+    result: _RawPage,
+    page: pymupdf.Page,
+    language: str,
+    budget: OcrBudget | None,
+    why: str,
+    gap: bool = False,
+) -> None:
+    """Someone else's OCR layer that fails what the page should be (``why``) read again from its
+    image: this project's reading serves when
+    :func:`~civicsetu_pipelines.ingest.ocr_layers.prefer_reread` prefers it (``gap``: a page
+    where the document's unit numbers skip one; flag ``text_layer_reread``), else the layer
+    stays (flag ``text_layer_kept``); both readings' figures and the choice are on record in
+    ``removed`` with the text not served. OCR spends ``budget``: when it is spent the layer
+    stays, said so."""
+    if not tesseract_available():
+        return
+    layer = result.rows(True) + _rows(result.margin_lines)
+    try:
+        read = ocr_page(page, language, budget=budget)
+    except OcrSkipped as skipped:
+        result.flags += ["ocr_skipped_budget", skipped.flag]
+        return
+    layer_text = "\n".join(r.text for r in layer)
+    read_text = "\n".join(line.text for line in read.lines)
+    old = Reading.of(layer_text, known_word_share(layer_text))
+    new = Reading.of(read_text, known_word_share(read_text))
+    if read.lines and prefer_reread(old, new, gap):
+        result.replaced = (f"someone else's OCR layer re-read ({why}): the layer had {old}, "
+                           f"this project's OCR {new}")  # fmt: skip
+        result.replaced_rows = layer
+        result.read_by_ocr(read)
+        result.flags.append("text_layer_reread")
+    else:
+        result.flags.append("text_layer_kept")
+        result.not_kept = [Row(line.text, line.x0, line.y0, line.x1, line.y1)
+                           for line in read.lines]  # fmt: skip
+        result.not_kept_reason = (f"OCR of someone else's OCR layer, not kept ({why}): the layer "
+                                  f"had {old}, this project's OCR {new}")  # fmt: skip
+
+
+def reread_numbering_gaps(
+    raw: Sequence[_RawPage], doc: pymupdf.Document, language: str, budget: OcrBudget | None
+) -> None:
+    """Pages of someone else's OCR on which the document's run of unit numbers skips one (a
+    hanging number the layer dropped), not yet re-read, read again (:func:`reread`)."""
+    layered = {rp.index: rp for rp in raw
+               if "ocr_layer" in rp.flags and rp.method != "ocr" and "text_layer_kept" not in
+               rp.flags}  # fmt: skip
+    if not layered or language != "eng":
+        return
+    texts = [(rp.index, "\n".join(r.text for r in rp.rows(True))) for rp in raw]
+    for index in sorted(numbering_gaps(texts) & layered.keys()):
+        reread(layered[index], doc[index], language, budget, "the document's unit numbers skip "
+               "one here", gap=True)  # fmt: skip
+
+
 MARGIN_LAYOUT_SHARE = 0.25
 
 
@@ -685,6 +765,8 @@ def _clean_pages(raw: list[_RawPage], language: str) -> list[ParsedPage]:
         garbled = 0
         for row in rp.replaced_rows:  # nothing lost: the layer OCR replaced is on record
             removed.append({"text": row.text, "reason": str(rp.replaced)})
+        for row in rp.not_kept:  # nor the reading of it that was not kept
+            removed.append({"text": row.text, "reason": rp.not_kept_reason})
         for row in page_rows[rp.index]:
             reason = rp.unreadable or _removal_reason(row, rp.height, repeated, language, script)
             if reason is None:
