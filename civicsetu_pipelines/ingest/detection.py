@@ -755,7 +755,7 @@ _BY_KIND: dict[str, tuple[TitleReader, ...]] = {
     "act": (_short_title, _heading),
     "rules": (_short_title, _heading),
     "regulations": (_short_title, _heading),
-    "order": (_short_title, _subject, _heading, _numbered),
+    "order": (_short_title, _subject, _parties, _heading, _numbered),  # an authority's order
     "notification": (_short_title, _subject, _numbered, _heading),
     "circular": (_subject, _numbered, _heading),
     "faq": (_heading,),

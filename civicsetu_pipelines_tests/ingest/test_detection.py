@@ -285,6 +285,21 @@ def test_dates_are_read_as_orders_print_them(
     assert found.date.page == 1
 
 
+def test_an_authority_order_is_titled_by_its_parties_and_case_number(tmp_path: Path) -> None:
+    """An order on a complaint, its kind given as `order`: titled as a person cites it."""
+    page = ["BEFORE THE REAL ESTATE REGULATORY AUTHORITY, MIZORAM", "Complaint No. 41 of 2023",
+            "Lalremruata Sailo ... Complainant", "Versus",
+            "Zoram Builders Pvt. Ltd. ... Respondent", "Date of decision:", "18.04.2024",
+            "ORDER", *ORDER_BODY]  # fmt: skip
+    found = _read(tmp_path, "order", [page], kind="order")
+    assert found.title.value == (
+        "Lalremruata Sailo v. Zoram Builders Pvt. Ltd. (Complaint No. 41 of 2023, Real Estate "
+        "Regulatory Authority, Mizoram)"
+    )
+    assert found.title.confidence == HIGH
+    assert (found.date.value, found.date.confidence) == (dt.date(2024, 4, 18), HIGH)
+
+
 def test_an_order_dated_only_at_its_foot_is_read_there(tmp_path: Path) -> None:
     """Past the first pages: the foot of the last page, beside the signature. A dated line there
     is sure; a bare date is read for a person to check."""
