@@ -1,6 +1,7 @@
 """The legal graph of every default jurisdiction, from the parse cache: no database, no model.
 
 Usage: .venv/bin/python bench/bench_graph.py [--titles-eval | --matters-eval] [--no-curated] [-v]
+       .venv/bin/python bench/bench_graph.py --unseen PDF J KIND "TITLE" [-v]
 
 Every default-registry document is parsed (through the parse cache of the environment:
 ``CIVICSETU_PARSE_CACHE``, else ``.civicsetu/storage/parse_cache``; scanned pages are OCR'd once)
@@ -15,6 +16,10 @@ table's labels, split into dev (Gujarat's documents, where the constants of
 ``graph.references.TITLE_*`` were chosen) and test (the others): derived and right, derived and
 wrong, and left underived.
 
+``--unseen PDF J KIND TITLE``: one more document, of a jurisdiction the registry does not hold
+(a state the code never saw: no curated entry, no table written for it), parsed and chunked as
+``documents add`` registers it (English, its pages whole) and graphed beside the Act alone.
+
 ``--matters-eval``: derivations by the Act's rule-making heads alone (``graph.matters``) for every
 substantive rule, against the sections the rule's own derivation phrase ("under section N") or
 the curated table name: dev (Gujarat's documents, where ``MATTER_*`` were chosen) and test (the
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from civicsetu_pipelines.base import DEFAULT_MIRROR, Settings, sha256_file
@@ -39,6 +46,7 @@ from civicsetu_pipelines.graph import (
     prescribed_matters,
 )
 from civicsetu_pipelines.ingest import (
+    DocumentSpec,
     chunk_rows,
     load_curated_derivations,
     load_registry,
@@ -47,15 +55,21 @@ from civicsetu_pipelines.ingest import (
 )
 
 
-def _chunks() -> dict[str, list[dict[str, Any]]]:
+def _chunks(extra: Sequence[tuple[DocumentSpec, Path]] = ()) -> dict[str, list[dict[str, Any]]]:
     registry = load_registry(include_seed=False)
     cache = Settings.from_env().parse_cache
     out = {}
-    for spec in registry.documents():
-        path = DEFAULT_MIRROR / str(spec.filename)
+    specs = [(s, DEFAULT_MIRROR / str(s.filename)) for s in registry.documents()] + list(extra)
+    for spec, path in specs:
         rows, _ = parse_rows_cached(spec, path, sha256_file(path), cache)
         out[spec.key] = chunk_rows(spec, page_records(rows))[0]
     return out
+
+
+def _unseen(path: Path, jurisdiction: str, kind: str, title: str) -> DocumentSpec:
+    return DocumentSpec(key="unseen", title=title, jurisdiction=jurisdiction, doc_type=kind,
+                        effective_date="2021-01-01", source_url=path.resolve().as_uri(),
+                        filename=path.name)  # fmt: skip
 
 
 def _by_title(edge: Any) -> bool:
@@ -79,12 +93,16 @@ def main() -> None:
         action="store_true",
         help="leave the curated table out (as for a state it has no entry for)",
     )
+    parser.add_argument("--unseen", nargs=4, metavar=("PDF", "J", "KIND", "TITLE"))
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     registry = load_registry(include_seed=False)
-    docs = _chunks()
+    unseen = _unseen(Path(args.unseen[0]), *args.unseen[1:]) if args.unseen else None
+    docs = _chunks([(unseen, Path(args.unseen[0]))] if unseen else [])
     act_key = next(s.key for s in registry.documents() if str(s.doc_type) == "act")
     doc_types = {s.key: str(s.doc_type) for s in registry.documents()}
+    if unseen is not None:
+        doc_types[unseen.key] = str(unseen.doc_type)
     titles = ActTitles.from_units((c["section_label"], c["title"], c["chapter"])
                                   for c in docs[act_key])  # fmt: skip
     matters = MatterIndex.build(
@@ -97,8 +115,10 @@ def main() -> None:
     if args.matters_eval:
         _matters_eval(docs, registry, matters, args.verbose)
         return
-    for jurisdiction in registry.jurisdictions():
-        keys = [s.key for s in registry.documents(jurisdiction)]
+    groups = {j: [s.key for s in registry.documents(j)] for j in registry.jurisdictions()}
+    if unseen is not None:
+        groups = {unseen.jurisdiction: [unseen.key]}
+    for jurisdiction, keys in groups.items():
         indexes = {k: _index(docs[k]) for k in keys}
         indexes.setdefault(act_key, _index(docs[act_key]))
         build = build_edges([c for k in keys for c in docs[k]], doc_types=doc_types,

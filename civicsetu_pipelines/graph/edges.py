@@ -154,6 +154,9 @@ def build_edges(
         by_doc[str(chunk["document_key"])].append(chunk)
     if rules_documents is None:
         rules_documents = sorted(k for k in by_doc if doc_types[k] == "rules")
+    # the forms each document prints ("Form A", "Form 1"): where a form it does not print may be
+    forms_of = {k: {str(c["label"]) for c in v if str(c["label"]).startswith("Form ")}
+                for k, v in by_doc.items()}  # fmt: skip
 
     def document_edges(key: str, doc_chunks: list[Mapping[str, Any]]) -> None:
         doc_type = doc_types[key]
@@ -219,6 +222,13 @@ def build_edges(
                 else:
                     res = resolve(ref, document_key=key, doc_type=doc_type, act_key=act_key,
                                       indexes=indexes)  # fmt: skip
+                if res is not None and ref.kind == "form" and not res.resolved:
+                    res = _form_elsewhere(ref, key, forms_of, indexes) or res
+                    if not res.resolved and not forms_of.get(key):
+                        # the document prints no form at all, and no other of its
+                        # jurisdiction prints this one: published apart, not in the corpus
+                        build.edges.append(forms_not_held_edge(key, cid, label, ref))
+                        continue
                 if res is None:
                     continue
                 at = (int(chunk["ordinal"]), ref.start)
@@ -339,6 +349,35 @@ def rules_not_held_edge(
         ref.phrase, confidence=CONTEXT_CONFIDENCE, basis="context",
         note=f"a {state} document cites its state's rules; no rules of {state} are registered",
     )  # fmt: skip
+
+
+def forms_not_held_edge(key: str, cid: str, label: str, ref: Reference) -> Edge:
+    """EXTERNAL_REFERENCE to a form of a document that prints no form, which no other document
+    of its jurisdiction prints either: published apart, not in the corpus."""
+    return Edge(
+        "EXTERNAL_REFERENCE", key, cid, label, None, None,
+        f"{str(ref.label).lower()} of {key} (not printed with it; not in the corpus)", cid,
+        ref.start, ref.end, ref.phrase, confidence=CONTEXT_CONFIDENCE, basis="context",
+        note="the document cites its forms but prints none, and no other document of its "
+        "jurisdiction prints this one",
+    )  # fmt: skip
+
+
+def _form_elsewhere(
+    ref: Reference,
+    key: str,
+    forms_of: Mapping[str, set[str]],
+    indexes: Mapping[str, UnitIndex],
+) -> Resolution | None:
+    """A form the citing document does not print, found in the one other document of its
+    jurisdiction that prints it (None: none does, or several do and the words do not say
+    which)."""
+    if forms_of.get(key) or ref.label is None:
+        return None  # a document printing forms cites its own: left as it resolved
+    holders = [k for k, forms in forms_of.items() if k != key and ref.label in forms]
+    index = indexes.get(holders[0]) if len(holders) == 1 else None
+    found = index.finest(ref.label) if index else None
+    return Resolution(ref, holders[0], found[0], found[1]) if found else None
 
 
 def other_enactment_edge(key: str, cid: str, label: str, ref: Reference, enactment: str) -> Edge:

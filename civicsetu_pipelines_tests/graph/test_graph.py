@@ -360,3 +360,34 @@ def test_other_enactments_sections_are_external_in_the_judgment(corpus_store: An
     assert "section 263 of Maharashtra Municipal Corporation Act, 1949" in external
     assert "section 254 of Maharashtra Municipal Corporation Act, 1949" in external
     assert any(label.startswith("section 14B of Employees' Provident") for label in external)
+
+
+def test_forms_a_document_does_not_print_resolve_elsewhere_or_are_not_held() -> None:
+    """Regulations that cite their forms but print none (the Bihar General Regulations, 2021
+    as gazetted): a form the jurisdiction's rules print resolves there; any other is an
+    EXTERNAL_REFERENCE "not printed with it", not an unresolved reference. A document that
+    prints forms and lacks the one it cites keeps it unresolved, and visible."""
+    regulations = [
+        chunk("regs", "g3", "Regulation 3", "3. Registration.- The application shall be in "
+              "Form 1 and the fee in Form A.", unit="regulation"),
+    ]  # fmt: skip
+    indexes = {
+        "act": UnitIndex.from_chunks((c["label"], c["chunk_id"]) for c in ACT),
+        "rules": UnitIndex.from_chunks((c["label"], c["chunk_id"]) for c in RULES),
+        "regs": UnitIndex.from_chunks((c["label"], c["chunk_id"]) for c in regulations),
+    }
+    types = {"act": "act", "rules": "rules", "regs": "regulations"}
+    alone = build_edges(regulations, doc_types=types, act_key="act", indexes=indexes)
+    assert alone.unresolved == []
+    external = sorted(e.target_label for e in alone.edges if e.edge_type == "EXTERNAL_REFERENCE")
+    assert external == ["form 1 of regs (not printed with it; not in the corpus)",
+                        "form a of regs (not printed with it; not in the corpus)"]  # fmt: skip
+    beside = build_edges(RULES + regulations, doc_types=types, act_key="act", indexes=indexes)
+    refs = {e.target_label: e for e in beside.edges
+            if e.edge_type == "REFERENCES" and e.source_document == "regs"}  # fmt: skip
+    assert refs["Form A"].target_document == "rules" and refs["Form A"].target_id == "fa"
+    assert beside.unresolved == []  # Form 1: printed by none of them, its own, published apart
+    printing = RULES + [chunk("rules", "r10", "Rule 10", "10. Forms.- See Form B.", unit="rule",
+                              ordinal=2)]  # fmt: skip
+    own = build_edges(printing, doc_types=types, act_key="act", indexes=indexes)
+    assert [u["reference"] for u in own.unresolved] == ["Form B"]
