@@ -40,20 +40,23 @@ _DIGIT_LOOKALIKES = {"l": "1", "I": "1", "i": "1", "O": "0", "o": "0", "S": "5",
 
 def foreign_ocr_layer(page: Any) -> bool:
     """Whether a PyMuPDF ``page`` carries someone else's OCR: most of its characters drawn
-    invisibly, over one image that covers most of the page."""
+    invisibly, over one image that covers most of the page. Checked in that order of cost:
+    a page with no image (most pages of text) is answered from its resources alone."""
+    if not page.get_images(full=False):
+        return False
+    area = abs(page.rect.width * page.rect.height) or 1.0
+    covered = any(
+        abs((x1 - x0) * (y1 - y0)) >= MIN_IMAGE_COVER * area
+        for x0, y0, x1, y1 in (info["bbox"] for info in page.get_image_info())
+    )
+    if not covered:
+        return False
     total = invisible = 0
     for span in page.get_texttrace():
         count = len(span.get("chars", ()))
         total += count
         invisible += count if span.get("type") == INVISIBLE_MODE else 0
-    if not total or invisible < MIN_INVISIBLE_SHARE * total:
-        return False
-    area = abs(page.rect.width * page.rect.height) or 1.0
-    for info in page.get_image_info():
-        x0, y0, x1, y1 = info["bbox"]
-        if abs((x1 - x0) * (y1 - y0)) >= MIN_IMAGE_COVER * area:
-            return True
-    return False
+    return bool(total) and invisible >= MIN_INVISIBLE_SHARE * total
 
 
 def structure_faults(text: str) -> list[str]:
