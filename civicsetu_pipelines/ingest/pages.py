@@ -452,6 +452,11 @@ class _RawPage:
         if read.downscaled:  # the pixel budget: read at a lower resolution than it wanted
             self.flags.append("ocr_downscaled")
 
+    def layer_rows(self) -> list[Row]:
+        """Every row the page's text layer gives, its margin column's included: what a judge of
+        the layer reads, and what a reading that replaces it puts on record."""
+        return self.rows(True) + _rows(self.margin_lines)
+
     def rows(self, use_margins: bool) -> list[Row]:
         if self.fixed_rows is not None:
             if use_margins or not self.margin_lines:
@@ -586,7 +591,7 @@ def _extract_page(
     if rows and foreign_ocr_layer(page):
         result.flags.append("ocr_layer")
         if language == "eng" and ocr and result.method != "ocr":
-            layer = "\n".join(r.text for r in result.rows(True) + _rows(result.margin_lines))
+            layer = "\n".join(r.text for r in result.layer_rows())
             share, faults = known_word_share(layer), structure_faults(layer)
             if faults:
                 reread(result, page, language, budget, f"its numbering breaks: {faults[0]}")
@@ -648,7 +653,7 @@ def _judge_text_layer(
     in ``removed``), else its rows are removed and the page is flagged
     ``text_layer_unreadable``. Never silent. OCR spends ``budget`` (:class:`OcrSkipped`
     when it is spent: nothing is changed)."""
-    layer = result.rows(True) + _rows(result.margin_lines)
+    layer = result.layer_rows()
     # A page mostly in another script (a bilingual gazette's Hindi page) is not judged: its
     # rows go as `other_language`. Otherwise every Latin row counts, garbled ones included.
     latin: list[Row] = []
@@ -698,7 +703,7 @@ def reread(
     stays, said so."""
     if not tesseract_available():
         return
-    layer = result.rows(True) + _rows(result.margin_lines)
+    layer = result.layer_rows()
     try:
         read = ocr_page(page, language, budget=budget)
     except OcrSkipped as skipped:
