@@ -206,8 +206,8 @@ class QueryEngine:
     def _answer(self, asked: Asked, timer: Timer, since: float) -> dict[str, Any]:
         """The stages after understanding (see the module docstring)."""
         query, as_of = asked.query, asked.as_of
-        if asked.only_unheld_places:
-            return places_refusal(query, asked.wanted, self.jurisdictions) or {}
+        if asked.only_unheld_places:  # refused before any search
+            return places_refusal(asked, self.jurisdictions)
         scope = search_scope(query, list(asked.wanted))
         table = self._from_table(query, scope, as_of)
         if table is not None:

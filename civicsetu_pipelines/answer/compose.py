@@ -101,16 +101,7 @@ class Composer:
                 related=related_units(ranked),
                 retrieved=ranked,
             )
-        return {
-            "status": "answered",
-            "refusal_reason": None,
-            "answer": render_answer(citations),
-            **sure,
-            "citations": citations,
-            "retrieved": [unit_summary(c) for c in ranked],
-            "related": [],
-            "disclaimer": DISCLAIMER,
-        }
+        return answered(render_answer(citations), sure, citations, ranked)
 
     def _generate(
         self,
@@ -160,17 +151,8 @@ class Composer:
             + "".join(f"[{c['n']}]" for c in citations if c["quote"] in claim.quotes)
             for claim in result.claims
         )
-        return {
-            "status": "answered",
-            "refusal_reason": None,
-            "answer": text.strip(),
-            **sure,
-            "citations": citations,
-            "retrieved": [unit_summary(c) for c in ranked],
-            "related": [],
-            "generated": {"attempts": result.attempts, "claims": len(result.claims)},
-            "disclaimer": DISCLAIMER,
-        }
+        generated = {"attempts": result.attempts, "claims": len(result.claims)}
+        return answered(text.strip(), sure, citations, ranked, generated=generated)
 
     def cite(self, quotes: Sequence[tuple[Candidate, str]], start: int = 1) -> list[dict[str, Any]]:
         """Citations for (unit, quote) pairs, each quote placed on the page it is printed on: a
@@ -330,19 +312,10 @@ class Comparison:
                 lines.append("  (no provision found in the stored corpus)")
             for c in side["citations"]:
                 lines.append(f'  {_heading(c)}: "{c["quote"]}" [{c["n"]}]')
-        return {
-            "status": "answered",
-            "refusal_reason": None,
-            "answer": "\n".join(lines),
-            **shown_confidence([confidence(query, [c for c in ranked_all
-                                              if c.row["jurisdiction"] == side])
-                           for side in answered_sides], ranked_all),  # fmt: skip
-            "citations": citations,
-            "comparison": sides,
-            "retrieved": [unit_summary(c) for c in ranked_all],
-            "related": [],
-            "disclaimer": DISCLAIMER,
-        }  # fmt: skip
+        sure = shown_confidence([confidence(query, [c for c in ranked_all
+                                                    if c.row["jurisdiction"] == side])
+                                 for side in answered_sides], ranked_all)  # fmt: skip
+        return answered("\n".join(lines), sure, citations, ranked_all, comparison=sides)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -454,6 +427,30 @@ def _trim(text: str) -> str:
         return text
     cut = text[:MAX_QUOTE_CHARS].rsplit(" ", 1)[0]
     return cut
+
+
+def answered(
+    answer: str,
+    sure: Mapping[str, Any],
+    citations: list[dict[str, Any]],
+    retrieved: Sequence[Candidate],
+    *,
+    comparison: list[dict[str, Any]] | None = None,
+    generated: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An answer as a result gives it (the twin of the verdict's :func:`refusal`): its text,
+    what it shows of its confidence (:func:`shown_confidence`), its citations, a comparison's
+    sides, the units it read and, from the LLM path, its attempts."""
+    out: dict[str, Any] = {"status": "answered", "refusal_reason": None, "answer": answer,
+                           **sure, "citations": citations}  # fmt: skip
+    if comparison is not None:
+        out["comparison"] = comparison
+    out["retrieved"] = [unit_summary(c) for c in retrieved]
+    out["related"] = []
+    if generated is not None:
+        out["generated"] = generated
+    out["disclaimer"] = DISCLAIMER
+    return out
 
 
 def render_answer(citations: Sequence[Mapping[str, Any]]) -> str:

@@ -107,21 +107,18 @@ def _related(row: Mapping[str, Any]) -> dict[str, Any]:
 # Refusals and notes, in the order a question meets them
 
 
-def places_refusal(
-    query: Query, wanted: Sequence[str], stored: Sequence[str]
-) -> dict[str, Any] | None:
-    """A question that names only places the corpus holds nothing of (and no filter) is out of
-    scope; else None."""
-    if query.other_places and not query.jurisdictions and not wanted:
-        places = ", ".join(query.other_places)
-        return refusal(
-            "out_of_scope",
-            f"The corpus holds no documents of {places}; it covers {', '.join(stored)}. The RERA "
-            f"Act applies in every state, but {places}'s own rules, fees and authority are not in "
-            "the corpus: ask about the Act without naming the place, or add its gazettes "
-            "(civicsetu documents add).",
-        )
-    return None
+def places_refusal(asked: Asked, stored: Sequence[str]) -> dict[str, Any]:
+    """The refusal of a question that names only places the corpus holds nothing of, and no
+    filter (:attr:`~civicsetu_pipelines.answer.questions.Asked.only_unheld_places`): out of
+    scope, saying what the corpus covers."""
+    places = ", ".join(asked.query.other_places)
+    return refusal(
+        "out_of_scope",
+        f"The corpus holds no documents of {places}; it covers {', '.join(stored)}. The RERA "
+        f"Act applies in every state, but {places}'s own rules, fees and authority are not in "
+        "the corpus: ask about the Act without naming the place, or add its gazettes "
+        "(civicsetu documents add).",
+    )
 
 
 def missing_labels(resolutions: Sequence[ReferenceResolution]) -> list[str]:
