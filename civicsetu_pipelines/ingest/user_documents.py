@@ -216,7 +216,7 @@ def add_document(
     )  # fmt: skip
     if issuer is not None:
         detection = dataclasses.replace(detection, jurisdiction=issuer)
-    month = None if effective_from or detection.in_force.found else _month_only(detection)
+    month = None if effective_from or detection.in_force.found else _first_of_month(detection)
     if month is not None and first_of_month:
         effective_from = month
     if refused:
@@ -294,7 +294,7 @@ def add_document(
     return added
 
 
-def _month_only(detection: Detection) -> dt.date | None:
+def _first_of_month(detection: Detection) -> dt.date | None:
     """The first day of the month a date printed to the month only names (its day left blank:
     ``detection.date`` not found, its value "YYYY-MM"); None otherwise."""
     value = detection.date.value

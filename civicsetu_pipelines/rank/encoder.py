@@ -35,7 +35,12 @@ import psycopg
 
 from civicsetu_pipelines.evaluate import UnitName
 from civicsetu_pipelines.rank.pairs import TrainingQuery
-from civicsetu_pipelines.store import TAUGHT_MANIFEST as MANIFEST, document_text, taught_manifest
+from civicsetu_pipelines.store import (
+    TAUGHT_MANIFEST as MANIFEST,
+    document_text,
+    sha256_file,
+    taught_manifest,
+)
 
 NEAR_GOLDEN = 0.6  # a mined question sharing this share of its words with a golden one is left out
 _WORD = re.compile(r"[a-z0-9]+")
@@ -269,7 +274,7 @@ def fine_tune(
         weights = saved / "model.safetensors"
         record = {**manifest, "settings": asdict(settings), "triples": len(triples),
                   "weights": "model.safetensors",
-                  "sha256": hashlib.sha256(weights.read_bytes()).hexdigest()}  # fmt: skip
+                  "sha256": sha256_file(weights)}  # fmt: skip
         (saved / MANIFEST).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
         if target.exists():
             shutil.rmtree(target)
