@@ -14,10 +14,11 @@ of it (``PYTHONPATH=/tmp/before .venv/bin/python /tmp/before/bench/bench_dates.p
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
+
+from bench_inspect import save_or_compare
 
 from civicsetu_pipelines.base import DEFAULT_MIRROR, Settings, sha256_file
 from civicsetu_pipelines.ingest import load_registry
@@ -71,20 +72,5 @@ def compare(old_path: Path, new_path: Path) -> None:
     print(f"{changed} of {len(set(old) | set(new))} PDFs read differently")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("save").add_argument("out", type=Path)
-    both = sub.add_parser("compare")
-    both.add_argument("old", type=Path)
-    both.add_argument("new", type=Path)
-    args = parser.parse_args()
-    if args.command == "save":
-        save(args.out)
-    else:
-        compare(args.old, args.new)
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    save_or_compare(__doc__.splitlines()[0], save, compare)

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +110,12 @@ def compare(old_path: Path, new_path: Path) -> None:
         print("\n".join(sorted(lines))) if lines else None
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def save_or_compare(
+    description: str, save: Callable[[Path], None], compare: Callable[[Path, Path], None]
+) -> None:
+    """The command line of a bench that saves what it reads and compares two saves:
+    ``save OUT.json`` or ``compare OLD.json NEW.json`` (bench_inspect, bench_dates)."""
+    parser = argparse.ArgumentParser(description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("save").add_argument("out", type=Path)
     both = sub.add_parser("compare")
@@ -124,4 +129,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    save_or_compare(__doc__.splitlines()[0], save, compare)
