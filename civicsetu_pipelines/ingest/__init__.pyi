@@ -64,6 +64,11 @@ from .quality import (
     set_aside_documents as set_aside_documents,
     validate as validate,
 )
+from .quality_process import (
+    ValidatorError as ValidatorError,
+    start_validator as start_validator,
+    stop_validator as stop_validator,
+)
 from .registry import (
     DOCUMENTS_YAML as DOCUMENTS_YAML,
     SEED_DOCUMENTS_YAML as SEED_DOCUMENTS_YAML,

@@ -8,6 +8,7 @@ suite, runs it on a pandas DataFrame with an ephemeral (offline) context and ret
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -167,8 +168,29 @@ def _context() -> Any:
     return context
 
 
+def warm_up() -> None:
+    """Import Great Expectations and open its context now, not at the first validation."""
+    _context()
+
+
+# Where validate() is answered: None in this process; a validator process's own function when
+# one was started for it (quality_process.start, by `civicsetu materialize`)
+_ROUTE: list[Callable[[TableSchema, pd.DataFrame], list[RuleResult]]] = []
+
+
+def route_validation(
+    validator: Callable[[TableSchema, pd.DataFrame], list[RuleResult]] | None,
+) -> None:
+    """Send every :func:`validate` of this process to ``validator`` (None: back to this
+    process)."""
+    _ROUTE[:] = [] if validator is None else [validator]
+
+
 def validate(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
-    """Run every rule of ``schema`` on ``frame`` with Great Expectations."""
+    """Run every rule of ``schema`` on ``frame`` with Great Expectations (in the validator
+    process when one was started, else here)."""
+    if _ROUTE:
+        return _ROUTE[0](schema, frame)
     import great_expectations as gx
 
     context = _context()
