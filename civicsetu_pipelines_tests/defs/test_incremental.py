@@ -9,6 +9,7 @@ cite the rules and the Act.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,21 @@ class State:
         assert not failed, failed
         return result
 
+    def export(self) -> Any:
+        """``graph_export`` of the state, as the UI or automation materializes it."""
+        import dagster as dg
+
+        from civicsetu_pipelines.defs import build_definitions
+        from civicsetu_pipelines.defs.assets.graph import graph_export
+        from civicsetu_pipelines.defs.partitions import add_jurisdiction_partitions
+
+        with dg.DagsterInstance.ephemeral() as instance:
+            add_jurisdiction_partitions(instance, [J])
+            result = dg.materialize([graph_export], partition_key=J, instance=instance,
+                                    resources=build_definitions().resources)  # fmt: skip
+        assert result.success
+        return result
+
     def served(self) -> dict[str, Any]:
         """What the store serves of the state: current units, edges, catalog, fingerprints."""
         queries = {
@@ -164,6 +180,15 @@ def test_a_run_processes_what_changed_and_serves_what_every_document_serves(
     incremental = state.served()
     edges = [e for e in incremental["edges"] if e[1] == "gj_order_3" and e[3] == "gj_rules"]
     assert edges, "the new order's reference to rule 8 did not resolve into the served rules"
+    # the picture of the network is the export's, off the ingest path, drawn from the graph as
+    # served
+    assert "network_png" not in _meta(added, "graph_edges")
+    exported = _meta(state.export(), "graph_export")
+    assert exported["edges"] == len(incremental["edges"])
+    picture = Path(str(exported["network_png"]))
+    assert picture.read_bytes().startswith(b"\x89PNG") and picture.name == f"{J}.png"
+    inline = str(exported["network"]).split("base64,", 1)[1].rstrip(")")
+    assert base64.b64decode(inline) == picture.read_bytes()
     assert state.run(every=True) and state.served() == incremental
     assert _processed(state.run()) == {}  # a forced run records what the next one compares
 

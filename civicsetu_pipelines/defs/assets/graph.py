@@ -1,6 +1,5 @@
 """The legal graph asset: cross-references and rule-to-Act derivation as edges in Postgres."""
 
-import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -83,7 +82,6 @@ def graph_edges(
     context: dg.AssetExecutionContext,
     section_chunks: pd.DataFrame,
     postgres: PostgresResource,
-    corpus: CorpusResource,
 ):
     """HAS_PART, REFERENCES, DERIVED_FROM, EXTERNAL_REFERENCE, AMENDED_BY and REPEALED_BY
     edges with their evidence
@@ -183,20 +181,6 @@ def graph_edges(
     coverage = build.derivation_coverage()
     missing = build.missing_targets()
     curated_used = sum(1 for e in build.edges if e.basis == "curated")
-    picture_path = corpus.reports / "graph" / f"{jurisdiction}.png"
-    from civicsetu_pipelines.graph import render_network  # matplotlib: only when drawn
-
-    # the picture shows rules and the Act: made again when the whole graph is
-    picture = render_network(
-        [dataclasses.asdict(edge) for edge in build.edges],
-        title=f"{jurisdiction}: rules and the Act sections they cite or derive from",
-        out_path=picture_path,
-        act_document=act_key,
-    ) if whole or not picture_path.exists() else None  # fmt: skip
-    network = {} if picture is None else {
-        "network": dg.MetadataValue.md(picture.markdown()),
-        "network_png": dg.MetadataValue.path(str(picture.path)),
-    }  # fmt: skip
     yield dg.MaterializeResult(
         metadata={
             "edges": written,
@@ -209,7 +193,6 @@ def graph_edges(
             "missing_targets": dg.MetadataValue.json(missing),
             "derivation_coverage": dg.MetadataValue.json(coverage),
             "unresolved_sample": dg.MetadataValue.json(build.unresolved[:50]),
-            **network,
         }
     )
     yield set_aside_check(build.set_aside)
@@ -319,14 +302,27 @@ def graph_export(
     """This jurisdiction's graph (with the Act units its edges reach) as CSV files in the format
     `neo4j-admin database import full` takes, plus an `import.sh` with the command: a graph a
     user can load into Neo4j without running the pipeline. `civicsetu graph export` writes every
-    jurisdiction into one import."""
+    jurisdiction into one import. With it, a picture of the network as it is served (its rules
+    and the Act sections they cite or derive from), in the metadata and in
+    `.civicsetu/reports/graph/<J>.png`: drawn here, off the ingest path (matplotlib's import and
+    the drawing were a second of every jurisdiction's first run)."""
     jurisdiction = context.partition_key
     with postgres.connect() as conn:
         snapshot = read_snapshot(conn, jurisdiction)
     out = corpus.reports / "neo4j_import" / jurisdiction
     files = export_csv(snapshot, out)
+    from civicsetu_pipelines.graph import render_network  # matplotlib: only when drawn
+
+    picture = render_network(
+        [e for e in snapshot.edges if e["jurisdiction"] == jurisdiction],
+        title=f"{jurisdiction}: rules and the Act sections they cite or derive from",
+        out_path=corpus.reports / "graph" / f"{jurisdiction}.png",
+        act_document=act_document_key(),
+    )
     return dg.MaterializeResult(
         metadata={
+            "network": dg.MetadataValue.md(picture.markdown()),
+            "network_png": dg.MetadataValue.path(str(picture.path)),
             "directory": dg.MetadataValue.path(str(out)),
             "files": dg.MetadataValue.json(sorted(path.name for path in files.values())),
             "documents": len(snapshot.documents),
