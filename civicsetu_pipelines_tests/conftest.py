@@ -92,14 +92,10 @@ def _user_cache() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "civicsetu"
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Set the run's shared caches in the environment (once: xdist workers inherit them)."""
-    if hasattr(config, "workerinput"):  # an xdist worker: the controller set everything
-        return
-    os.environ.setdefault(RUN_STARTED, repr(time.time()))
-    if not os.environ.get(RUN_DIR):
-        os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="civicsetu-test-run-")
-        config.stash[_OWN_RUN_DIR] = Path(os.environ[RUN_DIR])
+def shared_parse_cache() -> Path:
+    """The tests' parse cache: ``CIVICSETU_PARSE_CACHE`` when set, else one kept between runs
+    under the user's cache (entries older than :data:`PARSE_CACHE_KEEP_DAYS` removed), set in
+    the environment for every process the run starts."""
     if not os.environ.get(ENV_PARSE_CACHE):
         kept = _user_cache() / "test-parse-cache"
         kept.mkdir(parents=True, exist_ok=True)
@@ -108,6 +104,18 @@ def pytest_configure(config: pytest.Config) -> None:
             if entry.stat().st_mtime < cutoff:
                 entry.unlink(missing_ok=True)
         os.environ[ENV_PARSE_CACHE] = str(kept)
+    return Path(os.environ[ENV_PARSE_CACHE])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Set the run's shared caches in the environment (once: xdist workers inherit them)."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller set everything
+        return
+    os.environ.setdefault(RUN_STARTED, repr(time.time()))
+    if not os.environ.get(RUN_DIR):
+        os.environ[RUN_DIR] = tempfile.mkdtemp(prefix="civicsetu-test-run-")
+        config.stash[_OWN_RUN_DIR] = Path(os.environ[RUN_DIR])
+    shared_parse_cache()
     if not os.environ.get(ENV_MODELS_DIR):
         os.environ[ENV_MODELS_DIR] = str(Path(os.environ[RUN_DIR]) / "models")
     isolate_from_user_state(Path(os.environ[RUN_DIR]))
