@@ -35,7 +35,7 @@ stamp "ruff"
 run_dir=$(mktemp -d "${TMPDIR:-/tmp}/civicsetu-test-run-XXXXXX")
 mypy_pid=""
 prewarm_pid=""
-trap '[ -n "$mypy_pid" ] && kill "$mypy_pid" 2>/dev/null; [ -n "$prewarm_pid" ] && kill "$prewarm_pid" 2>/dev/null; rm -rf "$run_dir"' EXIT
+trap '[ -n "$mypy_pid" ] && { kill "$mypy_pid" 2>/dev/null || true; }; [ -n "$prewarm_pid" ] && { kill "$prewarm_pid" 2>/dev/null || true; }; rm -rf "$run_dir"' EXIT
 export CIVICSETU_TEST_RUN_DIR=$run_dir CIVICSETU_MODELS_DIR=$run_dir/models
 CIVICSETU_TEST_RUN_STARTED=$(date +%s.%N)
 export CIVICSETU_TEST_RUN_STARTED

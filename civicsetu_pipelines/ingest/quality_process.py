@@ -78,7 +78,10 @@ class Validator:
         return results
 
     def _last_words(self) -> str:
-        code = self._proc.poll()
+        try:  # its pipes close as it exits, a moment before its exit code is there to read
+            code: int | None = self._proc.wait(timeout=_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            code = None
         self._stderr.seek(0)
         tail = self._stderr.read().decode("utf-8", "replace").strip().splitlines()[-5:]
         said = " | ".join(tail) or "nothing on stderr"
