@@ -9,6 +9,7 @@ no text layer are OCR'd with Tesseract when it is installed, else flagged ``need
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -633,6 +634,7 @@ MIN_REREAD_CONFIDENCE = 70.0
 _JUDGED_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
+@functools.lru_cache(maxsize=32)  # a layer judged, then re-read, is asked about twice
 def known_word_share(text: str) -> float | None:
     """The share of ``text``'s words that English commonly uses; None for too few words."""
     from wordfreq import zipf_frequency
