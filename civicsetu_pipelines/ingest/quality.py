@@ -174,7 +174,7 @@ def warm_up() -> None:
 
 
 # Where validate() is answered: None in this process; a validator process's own function when
-# one was started for it (quality_process.start, by `civicsetu materialize`)
+# one was started for it (quality_process.start_validator, by `civicsetu materialize`)
 _ROUTE: list[Callable[[TableSchema, pd.DataFrame], list[RuleResult]]] = []
 
 

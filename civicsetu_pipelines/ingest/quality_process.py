@@ -26,6 +26,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import IO, Any
 
 import pandas as pd
@@ -53,6 +54,7 @@ class Validator:
             stderr=self._stderr,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
+        self._lock = threading.Lock()  # one request and its reply at a time on the pipes
 
     @property
     def pid(self) -> int:
@@ -63,9 +65,10 @@ class Validator:
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None and stdout is not None
         try:
-            pickle.dump((schema, frame[columns]), stdin, protocol=pickle.HIGHEST_PROTOCOL)
-            stdin.flush()
-            reply = pickle.load(stdout)
+            with self._lock:
+                pickle.dump((schema, frame[columns]), stdin, protocol=pickle.HIGHEST_PROTOCOL)
+                stdin.flush()
+                reply = pickle.load(stdout)
         except (BrokenPipeError, EOFError, pickle.UnpicklingError) as exc:
             raise ValidatorError(
                 f"the checks' validator process (pid {self._proc.pid}) ended before it answered "
