@@ -269,7 +269,7 @@ HEAVY_MODULES = (
 _REPORT_MODULES = (
     "import atexit, json, sys\n"
     "def _report():\n"
-    "    roots = sorted({m.split('.')[0] for m in sys.modules})\n"
+    "    roots = sorted({m.split('.')[0] for m, mod in sys.modules.items() if mod})\n"
     "    sys.stderr.write('\\nMODULES ' + json.dumps(roots) + '\\n')\n"
     "atexit.register(_report)\n"
     "sys.argv = ['civicsetu'] + sys.argv[1:]\n"
@@ -279,7 +279,8 @@ _REPORT_MODULES = (
 
 
 def _loaded_modules(args: list[str], env: dict[str, str]) -> tuple[set[str], str]:
-    """Run the command in a fresh interpreter; the top-level modules it loaded, and stdout."""
+    """Run the command in a fresh interpreter; the top-level modules it loaded (a None entry, a
+    module kept from loading, is none), and stdout."""
     result = subprocess.run(
         [sys.executable, "-c", _REPORT_MODULES, *args],
         env=env, capture_output=True, text=True, timeout=300,
