@@ -187,10 +187,15 @@ def route_validation(
 
 
 def validate(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
-    """Run every rule of ``schema`` on ``frame`` with Great Expectations (in the validator
-    process when one was started, else here)."""
+    """Run every rule of ``schema`` on ``frame`` with Great Expectations (by the validator
+    process when one was started, else here: :func:`validate_here`)."""
     if _ROUTE:
         return _ROUTE[0](schema, frame)
+    return validate_here(schema, frame)
+
+
+def validate_here(schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
+    """:func:`validate` in this process."""
     import great_expectations as gx
 
     context = _context()

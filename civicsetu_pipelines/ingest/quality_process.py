@@ -11,7 +11,8 @@ the library once (``defs/executors.py``); a process that never starts it validat
 
 The protocol is one pickled ``(schema, frame)`` request on the validator's stdin and one pickled
 reply on its stdout: the rules' results, or the error the validation raised (raised again here,
-with its traceback's text). Only the columns the schema's rules read are sent. A validator that
+with its traceback's text). Only the columns the schema's rules read are sent, and only a frame
+of at most :data:`IN_PROCESS_ROWS` rows (a larger one is validated where it is). A validator that
 ends early (killed, or the library failing to import) fails the check that asked, naming the
 process and its last words; it is stopped with the command (killed and reaped), never left
 behind.
@@ -35,6 +36,10 @@ from civicsetu_pipelines.ingest import quality
 from civicsetu_pipelines.ingest.quality import RuleResult, TableSchema
 
 _EXIT_WAIT_S = 2.0
+# A frame of more rows is validated in the asking process: sent, it would be a second copy in
+# the validator, held there for the rest of the run (a 10,000-document state's chunks, ~1 GiB),
+# and a run that large does not notice the library's import.
+IN_PROCESS_ROWS = 20_000
 
 
 class ValidatorError(RuntimeError):
@@ -61,6 +66,8 @@ class Validator:
         return self._proc.pid
 
     def validate(self, schema: TableSchema, frame: pd.DataFrame) -> list[RuleResult]:
+        if len(frame) > IN_PROCESS_ROWS:
+            return quality.validate_here(schema, frame)
         columns = [c for c in dict.fromkeys(r.column for r in schema.rules) if c in frame.columns]
         stdin, stdout = self._proc.stdin, self._proc.stdout
         assert stdin is not None and stdout is not None
@@ -135,7 +142,7 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             return
         reply: tuple[str, Any]
         try:
-            reply = ("ok", quality.validate(schema, frame))
+            reply = ("ok", quality.validate_here(schema, frame))
         except Exception as exc:  # answered, then raised again in the asking process
             import traceback
 

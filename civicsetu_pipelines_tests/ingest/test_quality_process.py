@@ -57,7 +57,9 @@ def test_the_validator_answers_every_validation_as_this_process_would_then_goes(
     assert not quality._ROUTE  # validation is this process's again
 
 
-def test_a_validator_that_died_fails_the_check_that_asked_naming_it() -> None:
+def test_a_validator_that_died_fails_the_check_that_asked_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     validator = quality_process.Validator()
     try:
         os.kill(validator.pid, signal.SIGKILL)
@@ -66,6 +68,11 @@ def test_a_validator_that_died_fails_the_check_that_asked_naming_it() -> None:
         said = str(caught.value)
         assert f"pid {validator.pid}" in said and "section_chunks" in said
         assert "exit code -9" in said
+        # a frame over the validator's size is validated where it is: the dead validator is not
+        # asked (a second copy of a state's chunks would stay in it for the rest of the run)
+        monkeypatch.setattr(quality_process, "IN_PROCESS_ROWS", 2)
+        here = validator.validate(CHUNKS, _rows())
+        assert _plain(here) == _plain(quality.validate_here(CHUNKS, _rows()))
     finally:
         validator.stop()
     assert not process_alive(validator.pid)

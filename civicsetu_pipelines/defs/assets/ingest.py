@@ -419,9 +419,20 @@ def section_chunks(
     instruments: list[Instrument] = []
     asides: list[SetAside] = []
     titles = amendable_titles(registry.documents(context.partition_key))
-    ok = parsed_pages[parsed_pages["error"].isna()] if not parsed_pages.empty else parsed_pages
-    pages_of = {str(k): page_records(g.sort_values("page").to_dict("records"))
-                for k, g in ok.groupby("document_key", sort=True)}  # fmt: skip
+    # each document's pages decoded when it is processed, and let go after (decoded all at
+    # once, a 10,000-document state's pages were held through the whole step: its peak, with
+    # the chunks, 3.95 GiB)
+    rows_of: dict[str, list[int]] = {}
+    if not parsed_pages.empty:
+        ok = parsed_pages["error"].isna().to_numpy()
+        for position, key in enumerate(parsed_pages["document_key"].astype(str)):
+            if ok[position]:
+                rows_of.setdefault(key, []).append(position)
+
+    def pages_of(key: str) -> list[dict[str, Any]]:
+        rows = parsed_pages.iloc[rows_of[key]].sort_values("page")
+        return page_records(rows.to_dict("records"))
+
     fetched = {r["document_key"]: r for r in raw_pdfs.to_dict("records") if r["status"] == "ok"}
     served_targets = {k: json.loads(r["served_targets"]) for k, r in fetched.items()}
     targets: dict[str, list[str]] = {}
@@ -429,11 +440,13 @@ def section_chunks(
     seen: set[str] = set()
     # A document is the unit of failure: an exception in its structure or in reading it as an
     # instrument sets it aside (named with the step, the error and where), and the others load.
-    while todo := sorted(k for k in [*pages_of, *family] if k not in seen):
+    while todo := sorted(k for k in [*rows_of, *family] if k not in seen):
         for key in todo:
             seen.add(key)
             spec = registry.get(key)
-            if key not in pages_of:  # of the amendment family: its parse is cached
+            if key in rows_of:
+                pages = pages_of(key)
+            else:  # of the amendment family: its parse is cached
                 row = fetched[key]
                 parse = partial(parse_rows_cached, spec, Path(row["path"]), row["sha256"],
                                 corpus.parse_cache, ocr=corpus.ocr)  # fmt: skip
@@ -442,9 +455,8 @@ def section_chunks(
                     assert aside is not None
                     asides.append(aside)
                     continue
-                pages_of[key] = page_records(parsed[0])
+                pages = page_records(parsed[0])
                 context.log.info(f"{key}: processed with its amendment family ({family[key]})")
-            pages = pages_of[key]
             built, aside = contained("structure", spec.key, partial(chunk_rows, spec, pages))
             if built is None:
                 assert aside is not None
