@@ -1,6 +1,6 @@
 """``chunk_embeddings`` encodes a state's new texts a slice at a time (issue 46: the model's worker
-held all 10,001 documents' windows at once, 4.35 GiB): the vectors are those of one call, each
-slice is cached as it is encoded, and the log says which slice is being encoded."""
+held all 10,001 documents' windows at once): the vectors are those of one call, each slice is
+cached as it is encoded, and the log says which slice is being encoded."""
 
 from __future__ import annotations
 

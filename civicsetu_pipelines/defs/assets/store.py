@@ -154,9 +154,9 @@ def embed_with_cache(
     texts: list[str],
 ) -> tuple[dict[str, tuple[np.ndarray, int]], int]:
     """Vectors for ``texts`` by sha256: from the cache, encoding (and caching) only the rest,
-    :data:`EMBED_SLICE` texts at a time: the model's worker holds one slice's windows (not a
-    whole state's: 4.35 GiB at 10,001 documents), and each slice is cached as it is encoded (a
-    run stopped halfway keeps what it encoded)."""
+    :data:`EMBED_SLICE` texts at a time: the model's worker holds one slice's windows, not a
+    whole state's, and each slice is cached as it is encoded (a run stopped halfway keeps what
+    it encoded)."""
     model_id = embedder.config().model_id
     prepare(conn)
     shas = [text_sha256(text) for text in texts]
