@@ -31,6 +31,7 @@ def main() -> None:
     from civicsetu_pipelines.base.settings import (
         DEFAULT_MIRROR,
         ENV_ENABLE_SEED_STATES,
+        ENV_REGISTRY,
         ENV_STATE_DIR,
         pdf_cache_dir,
     )
@@ -42,7 +43,7 @@ def main() -> None:
     state = run_dir / "prewarm-state"
     os.environ[ENV_STATE_DIR] = str(state)  # never the user's state
     os.environ[ENV_ENABLE_SEED_STATES] = "0"  # the registry the corpus tier materializes
-    os.environ.pop("CIVICSETU_REGISTRY", None)
+    os.environ.pop(ENV_REGISTRY, None)
     cache = shared_parse_cache()
 
     import pymupdf
@@ -57,9 +58,10 @@ def main() -> None:
 
     started = time.monotonic()
     # the scans first: their OCR is the long wait, and the tests reach them early
-    specs = sorted(load_registry().documents(),
-                   key=lambda spec: -textless(DEFAULT_MIRROR / spec.filename))  # fmt: skip
-    scanned = [spec for spec in specs if textless(DEFAULT_MIRROR / spec.filename)]
+    ocr_pages = {spec.key: textless(DEFAULT_MIRROR / spec.filename)
+                 for spec in load_registry().documents()}  # fmt: skip
+    specs = sorted(load_registry().documents(), key=lambda spec: -ocr_pages[spec.key])
+    scanned = [spec for spec in specs if ocr_pages[spec.key]]
     kwargs = {"mirror_dirs": [DEFAULT_MIRROR], "pdf_cache": pdf_cache_dir(state),
               "parse_cache": cache, "offline": True}  # fmt: skip
     done = prefetch_parses(scanned, **kwargs)
