@@ -58,9 +58,9 @@ def main() -> None:
 
     started = time.monotonic()
     # the scans first: their OCR is the long wait, and the tests reach them early
-    ocr_pages = {spec.key: textless(DEFAULT_MIRROR / spec.filename)
-                 for spec in load_registry().documents()}  # fmt: skip
-    specs = sorted(load_registry().documents(), key=lambda spec: -ocr_pages[spec.key])
+    documents = load_registry().documents()
+    ocr_pages = {spec.key: textless(DEFAULT_MIRROR / spec.filename) for spec in documents}
+    specs = sorted(documents, key=lambda spec: -ocr_pages[spec.key])
     scanned = [spec for spec in specs if ocr_pages[spec.key]]
     kwargs = {"mirror_dirs": [DEFAULT_MIRROR], "pdf_cache": pdf_cache_dir(state),
               "parse_cache": cache, "offline": True}  # fmt: skip

@@ -71,16 +71,16 @@ def materialize(
 
     if executor not in ("in_process", "celery"):
         raise typer.BadParameter(f"--executor must be in_process or celery, not {executor!r}")
-    if executor == "in_process":  # the checks' library imports on the other core meanwhile
-        from civicsetu_pipelines.ingest import start_validator
-
-        start_validator()
     settings = Settings.from_env()
     wanted, emptied = _wanted_and_emptied(jurisdiction)
     for name in emptied:  # no partition of theirs is left to run
         _retire_emptied(name, results=not as_json)
     if not wanted:
         return
+    if executor == "in_process":  # the checks' library imports on the other core meanwhile
+        from civicsetu_pipelines.ingest import start_validator
+
+        start_validator()
     home = prepare_dagster_home(settings)
     definitions = build_definitions(settings)
     remote = None

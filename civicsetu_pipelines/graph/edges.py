@@ -154,7 +154,8 @@ def build_edges(
         by_doc[str(chunk["document_key"])].append(chunk)
     if rules_documents is None:
         rules_documents = sorted(k for k in by_doc if doc_types[k] == "rules")
-    # the forms each document prints ("Form A", "Form 1"): where a form it does not print may be
+    # the forms each document prints ("Form A", "Form 1"): a form cited by a document that
+    # prints none may be printed by another of its jurisdiction (_form_elsewhere)
     forms_of = {k: {str(c["label"]) for c in v if str(c["label"]).startswith("Form ")}
                 for k, v in by_doc.items()}  # fmt: skip
 

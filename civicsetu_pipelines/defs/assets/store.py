@@ -161,10 +161,10 @@ def embed_with_cache(
     prepare(conn)
     shas = [text_sha256(text) for text in texts]
     cached = cache_lookup(conn, model_id, shas)
-    todo = list({sha: text for sha, text in zip(shas, texts, strict=True) if sha not in cached})
+    todo = list({sha: text for sha, text in zip(shas, texts, strict=True) if sha not in cached}
+                .items())  # fmt: skip
     if todo:
         context.log.info(f"embedding {len(todo)} new or changed texts with {model_id}")
-        by_sha = dict(zip(shas, texts, strict=True))
         model = embedder.embedder()
         for start in range(0, len(todo), EMBED_SLICE):
             part = todo[start : start + EMBED_SLICE]
@@ -175,8 +175,8 @@ def embed_with_cache(
             def progress(done: int, total: int, where: str = where) -> None:
                 context.log.info(f"encoded {done}/{total} windows{where}")
 
-            vectors, windows = model.embed_documents([by_sha[sha] for sha in part], progress)
-            fresh = list(zip(part, vectors, windows, strict=True))
+            vectors, windows = model.embed_documents([text for _, text in part], progress)
+            fresh = list(zip((sha for sha, _ in part), vectors, windows, strict=True))
             cache_store(conn, model_id, fresh)
             cached.update({sha: (vec, n) for sha, vec, n in fresh})
     return cached, len(todo)
