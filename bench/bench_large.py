@@ -292,13 +292,16 @@ def main() -> None:
 
 def finish(state: Path, *, keep: bool) -> None:
     """A bench's end, however it ends: the runs it started stopped (a run cut short by SIGTERM:
-    its process goes too), the state's Postgres stopped, the state removed unless ``keep``."""
+    its process goes too), the state's Postgres and shared validator stopped, the state removed
+    unless ``keep``."""
     for proc in RUNNING:
         proc.terminate()
         proc.wait()
+    from civicsetu_pipelines.ingest.quality_service import stop_shared_validators
     from civicsetu_pipelines.store.database import EmbeddedPostgres
 
     EmbeddedPostgres(state).stop()
+    stop_shared_validators(state / "run")
     if not keep:
         shutil.rmtree(state, ignore_errors=True)
     else:

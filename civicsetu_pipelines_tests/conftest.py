@@ -37,6 +37,7 @@ from civicsetu_pipelines.base.settings import (
     ENV_PARSE_CACHE,
     ENV_REGISTRY,
     ENV_STATE_DIR,
+    ENV_VALIDATOR_IDLE_S,
     Settings,
 )
 from civicsetu_pipelines.store.database import EmbeddedPostgres, apply_migrations
@@ -128,6 +129,9 @@ def isolate_from_user_state(run_dir: Path) -> None:
     ``CIVICSETU_REGISTRY`` is not read. A test that wants a state or registry sets its own."""
     os.environ[ENV_STATE_DIR] = str(run_dir / "state")
     os.environ.pop(ENV_REGISTRY, None)
+    # each `materialize` its own checks' validator, stopped with it: none outlives a test (the
+    # shared one has its own tests, test_quality_process.py)
+    os.environ[ENV_VALIDATOR_IDLE_S] = "0"
 
 
 _OWN_RUN_DIR = pytest.StashKey[Path]()

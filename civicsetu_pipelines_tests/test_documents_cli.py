@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -583,3 +584,30 @@ def test_add_reads_kind_title_date_and_amends_and_asks_for_what_it_cannot_read(
     assert amendment["effective_date"] == APRIL.isoformat()
     assert amendment["amends"] == [rules_key]
     assert f"amends read from the document: {rules_key}" in out
+
+
+def test_add_starts_the_shared_checks_validator_and_db_stop_stops_it(
+    cli: tuple[CliRunner, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``documents add`` starts the validator `materialize` will ask (so that its library
+    imports while the user turns to it); ``db stop`` stops it. A dry run starts none."""
+    from civicsetu_pipelines.base import process_alive
+    from civicsetu_pipelines.cli import app
+
+    runner, state = cli
+    monkeypatch.setenv("CIVICSETU_VALIDATOR_IDLE_S", "60")
+    pdf = write_pdf(tmp_path / "order.pdf", [ORDER])
+    code, out, err = _add(runner, str(pdf), "-j", "Mizoram", "--dry-run")
+    assert code == 0, out + err
+    assert not list((state / "run").glob("validator-*.pid"))
+    code, out, err = _add(runner, str(pdf), "-j", "Mizoram")
+    assert code == 0, out + err
+    deadline = time.monotonic() + 30  # started, not waited for: it writes its pid file itself
+    while not list((state / "run").glob("validator-*.pid")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pid_file,) = (state / "run").glob("validator-*.pid")
+    pid = int(pid_file.read_text())
+    assert process_alive(pid)
+    stopped = runner.invoke(app, ["db", "stop"])
+    assert f"stopped the checks' validator (pid {pid})" in stopped.stdout + stopped.stderr
+    assert not process_alive(pid) and not pid_file.exists()

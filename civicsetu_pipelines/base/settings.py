@@ -84,6 +84,12 @@ DEFAULT_OCR_PAGE_TIMEOUT = 120.0  # a corpus page takes 2-12 s (both layouts)
 DEFAULT_OCR_MAX_PIXELS = 25_000_000  # A4 at 400 dpi is 15.5 million, the corpus's pages < 9
 DEFAULT_OCR_PAGES_AT_ONCE = 2  # a scan's pages read by this many Tesseract processes at once
 
+# The checks' validator (Great Expectations, ~4 s to import): seconds a validator shared by the
+# commands of one state directory waits for its next command before it exits; 0: every
+# `civicsetu materialize` starts its own and stops it when it ends.
+ENV_VALIDATOR_IDLE_S = "CIVICSETU_VALIDATOR_IDLE_S"
+DEFAULT_VALIDATOR_IDLE_S = 600.0
+
 DEFAULT_MIRROR = REPO_ROOT.parent / "shared" / "corpus" / "pdfs"
 
 
@@ -108,6 +114,7 @@ class Settings:
     ocr_page_timeout: float = DEFAULT_OCR_PAGE_TIMEOUT  # CIVICSETU_OCR_PAGE_TIMEOUT
     ocr_max_pixels: int = DEFAULT_OCR_MAX_PIXELS  # CIVICSETU_OCR_MAX_PIXELS
     ocr_pages_at_once: int = DEFAULT_OCR_PAGES_AT_ONCE  # CIVICSETU_OCR_PAGES_AT_ONCE
+    validator_idle_s: float = DEFAULT_VALIDATOR_IDLE_S  # CIVICSETU_VALIDATOR_IDLE_S
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -137,7 +144,13 @@ class Settings:
             ocr_pages_at_once=max(
                 1, int(_number(ENV_OCR_PAGES_AT_ONCE, DEFAULT_OCR_PAGES_AT_ONCE))
             ),  # fmt: skip
+            validator_idle_s=_number(ENV_VALIDATOR_IDLE_S, DEFAULT_VALIDATOR_IDLE_S, zero=True),
         )
+
+    @property
+    def run_dir(self) -> Path:
+        """The state's running services: pid files, sockets and their logs."""
+        return self.state_dir / "run"
 
     @property
     def parse_cache(self) -> Path:
@@ -208,9 +221,9 @@ def models_dir(state_dir: Path | str, override: Path | str | None = None) -> Pat
     return Path(override) if override else Path(state_dir) / "models"
 
 
-def _number(name: str, default: float) -> float:
-    """A positive number from the environment, ``default`` when unset or empty; a value that is
-    not one is a ``ValueError`` naming the variable."""
+def _number(name: str, default: float, *, zero: bool = False) -> float:
+    """A positive number (or 0, with ``zero``) from the environment, ``default`` when unset or
+    empty; a value that is not one is a ``ValueError`` naming the variable."""
     raw = (os.environ.get(name) or "").strip()
     if not raw:
         return default
@@ -218,8 +231,8 @@ def _number(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number") from None
-    if not value > 0:
-        raise ValueError(f"{name}={raw!r} must be greater than 0")
+    if not (value > 0 or (zero and value == 0)):
+        raise ValueError(f"{name}={raw!r} must be {'0 or more' if zero else 'greater than 0'}")
     return value
 
 

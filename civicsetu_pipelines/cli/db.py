@@ -30,10 +30,13 @@ def db_start() -> None:
 
 @db_app.command("stop")
 def db_stop() -> None:
-    """Stop the embedded Postgres cleanly."""
+    """Stop the embedded Postgres cleanly, and the checks' validator the commands share."""
+    from civicsetu_pipelines.ingest import stop_shared_validators
     from civicsetu_pipelines.store import EmbeddedPostgres
 
     settings = Settings.from_env()
+    for pid in stop_shared_validators(settings.run_dir):
+        console.print(f"stopped the checks' validator (pid {pid})")
     if settings.database_url:
         console.print("CIVICSETU_DATABASE_URL is set: the external server is not ours to stop.")
         return

@@ -118,6 +118,12 @@ def documents_add(
     if status not in {"in_force", "draft"}:
         console.print(f"[red]--status {status!r}: expected in_force or draft[/red]")
         raise typer.Exit(2)
+    if not dry_run:  # the checks' validator imports its library while the PDF is read
+        from civicsetu_pipelines.base import Settings
+        from civicsetu_pipelines.ingest import warm_shared_validator
+
+        settings = Settings.from_env()
+        warm_shared_validator(settings.run_dir, settings.validator_idle_s)
     try:
         added = add_document(path, jurisdiction=jurisdiction, kind=kind, title=title, key=key,
                              effective_from=date, first_of_month=first_of_month,

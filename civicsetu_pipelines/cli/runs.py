@@ -59,6 +59,10 @@ def materialize(
     long step's last message are printed while the runs go on (:class:`RunWatcher`). A jurisdiction
     left without a registered document (its last one removed while the database could not be
     reached) whose rows are still served is retired instead (it has no partition to run)."""
+    from civicsetu_pipelines.store import start_database_early
+
+    settings = Settings.from_env()
+    start_database_early(settings)  # a cold start's wait overlaps the imports below
     from civicsetu_pipelines.defs import build_definitions
     from civicsetu_pipelines.defs.resources import warm_up_embedder
     from civicsetu_pipelines.operate import (
@@ -71,7 +75,6 @@ def materialize(
 
     if executor not in ("in_process", "celery"):
         raise typer.BadParameter(f"--executor must be in_process or celery, not {executor!r}")
-    settings = Settings.from_env()
     wanted, emptied = _wanted_and_emptied(jurisdiction)
     for name in emptied:  # no partition of theirs is left to run
         _retire_emptied(name, results=not as_json)
@@ -80,7 +83,7 @@ def materialize(
     if executor == "in_process":  # the checks' library imports on the other core meanwhile
         from civicsetu_pipelines.ingest import start_validator
 
-        start_validator()
+        start_validator(settings.run_dir, settings.validator_idle_s)
     home = prepare_dagster_home(settings)
     definitions = build_definitions(settings)
     remote = None
@@ -101,7 +104,7 @@ def materialize(
     with (
         open_instance() as instance,
         console.status("checking inputs ...") as status,
-        _watching(status, definitions),
+        _watching(status, definitions, instance),
     ):
         for run_id, why in fail_orphaned_runs(instance):
             console.print(f"[yellow]run {run_id} marked failed: {why}[/yellow]")
@@ -158,7 +161,7 @@ def materialize(
             with (
                 open_instance() as instance,
                 console.status(f"{what} ...") as status,
-                _watching(status, definitions),
+                _watching(status, definitions, instance),
             ):
                 done = run_job(instance, definitions.resolve_job_def(job_name))
             state = "[green]ok[/green]" if done.success else "[red]FAILED[/red]"
@@ -179,8 +182,11 @@ def materialize(
         f"\nDagster home: {home}\nSee the runs in the UI: `civicsetu dev` then open "
         "http://127.0.0.1:3000\nPer-document figures: `civicsetu stats --json`; units of one "
         "document: `civicsetu sections --document rera_act_2016`\nThe embedded Postgres keeps "
-        "running for the UI and later commands: `civicsetu db stop` stops it."
-    )
+        "running for the UI and later commands: `civicsetu db stop` stops it"
+        + (" and the checks' validator (which otherwise exits after "
+           f"{settings.validator_idle_s:g} s without a command)."
+           if executor == "in_process" and settings.validator_idle_s > 0 else ".")
+    )  # fmt: skip
     if failures:
         console.print(f"[red]Runs failed for: {failures}[/red]")
         raise typer.Exit(1)
@@ -206,7 +212,7 @@ def teach_encoder(
     with (
         open_instance() as instance,
         console.status("teaching the encoder ...") as status,
-        _watching(status, definitions),
+        _watching(status, definitions, instance),
     ):
         done = run_job(instance, definitions.resolve_job_def("encoder_job"),
                        {"corpus_encoder": {"epochs": epochs}})  # fmt: skip
@@ -224,9 +230,10 @@ def teach_encoder(
                   "unit with it; its refusal distances: bench/calibrate_refusals.py)")  # fmt: skip
 
 
-def _watching(status: Any, definitions: Any) -> Any:
+def _watching(status: Any, definitions: Any, instance: Any) -> Any:
     """A :class:`RunWatcher` printing this process's runs' steps: on a terminal in the status
-    line; elsewhere (a log, CI) as lines, each step's start and a long step's last message."""
+    line; elsewhere (a log, CI) as lines, each step's start and a long step's last message. It
+    reads the command's own ``instance`` (opening another took ~0.5 s of the run's CPU)."""
     from civicsetu_pipelines.operate import RunWatcher
 
     @functools.cache
@@ -242,7 +249,7 @@ def _watching(status: Any, definitions: Any) -> Any:
         else:
             console.print(f"  {line}", highlight=False, markup=False)
 
-    return RunWatcher(say, steps=steps)
+    return RunWatcher(say, steps=steps, instance=instance)
 
 
 def backfill(

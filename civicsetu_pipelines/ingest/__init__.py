@@ -23,7 +23,9 @@ Modules, in the order they build on each other:
 * ``akn`` -- Akoma Ntoso addresses: work and expression URIs (``cobalt``) and unit eIds
 * ``inspection`` -- one PDF's kind, units and checks, unregistered (civicsetu inspect)
 * ``quality`` -- Great Expectations suites generated from one schema per table
-* ``quality_process`` -- the suites validated in a process of its own (`materialize` starts it)
+* ``quality_process`` -- the suites validated in a process of its own, shared by the commands
+  of a state directory (`documents add` and `materialize` start it)
+* ``quality_service`` -- where the shared validator listens; starting, reaching, stopping it
 * ``worklist`` -- documents as the unit of incremental work: which a run processes, which it
   leaves as served (issue 46)
 

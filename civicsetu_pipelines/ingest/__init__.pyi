@@ -65,9 +65,13 @@ from .quality import (
     validate as validate,
 )
 from .quality_process import (
-    ValidatorError as ValidatorError,
     start_validator as start_validator,
     stop_validator as stop_validator,
+)
+from .quality_service import (
+    ValidatorError as ValidatorError,
+    stop_shared_validators as stop_shared_validators,
+    warm_shared_validator as warm_shared_validator,
 )
 from .registry import (
     DOCUMENTS_YAML as DOCUMENTS_YAML,

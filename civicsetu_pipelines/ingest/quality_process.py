@@ -9,13 +9,26 @@ the command imports the definitions and the run reads and parses the documents, 
 launched by the daemon or the UI needs none: its step processes fork from a server that imported
 the library once (``defs/executors.py``); a process that never starts it validates in itself.
 
-The protocol is one pickled ``(schema, frame)`` request on the validator's stdin and one pickled
-reply on its stdout: the rules' results, or the error the validation raised (raised again here,
-with its traceback's text). Only the columns the schema's rules read are sent, and only a frame
-of at most :data:`IN_PROCESS_ROWS` rows (a larger one is validated where it is). A validator that
-ends early (killed, or the library failing to import) fails the check that asked, naming the
-process and its last words; it is stopped with the command (killed and reaped), never left
-behind.
+**Shared between commands.** On two cores the import is not free even on the other core: it is
+four of the ~25 CPU-seconds of a one-document ``materialize``, taken from the model's encoding
+and the run. So the validator outlives the command that started it: one per state directory and
+version of this code, listening on a Unix socket under the state's ``run/`` directory (its pid
+file and log beside it; :mod:`~civicsetu_pipelines.ingest.quality_service` starts, reaches and
+stops it), it answers the commands that come after and exits after
+``CIVICSETU_VALIDATOR_IDLE_S`` seconds (default 600) without one, when its socket file is
+removed, or at ``civicsetu db stop``. ``civicsetu documents add`` starts it, so that it imports
+while the document is read and the user turns to ``materialize``.
+``CIVICSETU_VALIDATOR_IDLE_S=0``: each ``materialize`` starts a validator of its own (a child)
+and stops it at its end, as before.
+
+The protocol is one pickled ``(schema, frame)`` request and one pickled reply (on a child's
+stdin and stdout, or on the socket): the rules' results, or the error the validation raised
+(raised again here, with its traceback's text). Only the columns the schema's rules read are
+sent, and only a frame of at most :data:`IN_PROCESS_ROWS` rows (a larger one is validated where
+it is). A validator that ends early (killed, or the library failing to import) fails the check
+that asked, naming the process and its last words; a child is stopped with the command (killed
+and reaped), a shared one by its idle time, never left behind for good. The socket is the user's
+alone (mode 0600 in the state directory): only the user's own commands send it pickles.
 """
 
 from __future__ import annotations
@@ -24,16 +37,22 @@ import atexit
 import contextlib
 import os
 import pickle
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+from pathlib import Path
 from typing import IO, Any
 
 import pandas as pd
 
+from civicsetu_pipelines.base import process_alive
 from civicsetu_pipelines.ingest import quality
 from civicsetu_pipelines.ingest.quality import RuleResult, TableSchema
+from civicsetu_pipelines.ingest.quality_service import ValidatorError, connect
 
 _EXIT_WAIT_S = 2.0
 # A frame of more rows is validated in the asking process: sent, it would be a second copy in
@@ -42,13 +61,10 @@ _EXIT_WAIT_S = 2.0
 IN_PROCESS_ROWS = 20_000
 
 
-class ValidatorError(RuntimeError):
-    """The validator process ended or answered with an error."""
-
-
 class Validator:
-    """One validator process, started at construction; :meth:`validate` asks it, :meth:`stop`
-    ends it."""
+    """A validator: :meth:`validate` asks it, :meth:`stop` lets it go. This class starts a child
+    process at construction (killed and reaped by :meth:`stop`); :class:`SharedValidator` talks
+    to the state directory's shared one."""
 
     def __init__(self) -> None:
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
@@ -59,7 +75,10 @@ class Validator:
             stderr=self._stderr,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        self._lock = threading.Lock()  # one request and its reply at a time on the pipes
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._requests: IO[bytes] = self._proc.stdin
+        self._replies: IO[bytes] = self._proc.stdout
+        self._lock = threading.Lock()  # one request and its reply at a time
 
     @property
     def pid(self) -> int:
@@ -69,16 +88,15 @@ class Validator:
         if len(frame) > IN_PROCESS_ROWS:
             return quality.validate_here(schema, frame)
         columns = [c for c in dict.fromkeys(r.column for r in schema.rules) if c in frame.columns]
-        stdin, stdout = self._proc.stdin, self._proc.stdout
-        assert stdin is not None and stdout is not None
         try:
             with self._lock:
-                pickle.dump((schema, frame[columns]), stdin, protocol=pickle.HIGHEST_PROTOCOL)
-                stdin.flush()
-                reply = pickle.load(stdout)
-        except (BrokenPipeError, EOFError, pickle.UnpicklingError) as exc:
+                pickle.dump((schema, frame[columns]), self._requests,
+                            protocol=pickle.HIGHEST_PROTOCOL)  # fmt: skip
+                self._requests.flush()
+                reply = pickle.load(self._replies)
+        except (BrokenPipeError, ConnectionError, EOFError, pickle.UnpicklingError) as exc:
             raise ValidatorError(
-                f"the checks' validator process (pid {self._proc.pid}) ended before it answered "
+                f"the checks' validator process (pid {self.pid}) ended before it answered "
                 f"for {schema.name}: {self._last_words()}"
             ) from exc
         kind, value = reply
@@ -93,8 +111,7 @@ class Validator:
         except subprocess.TimeoutExpired:
             code = None
         self._stderr.seek(0)
-        tail = self._stderr.read().decode("utf-8", "replace").strip().splitlines()[-5:]
-        said = " | ".join(tail) or "nothing on stderr"
+        said = _tail(self._stderr.read())
         return f"exit code {code}; {said}" if code is not None else said
 
     def stop(self) -> None:
@@ -110,14 +127,52 @@ class Validator:
         self._stderr.close()
 
 
+class SharedValidator(Validator):
+    """A connection to the state directory's shared validator (``quality_service.connect``);
+    :meth:`stop` closes the connection and leaves the validator to the next command."""
+
+    def __init__(self, conn: socket.socket, pid: int, log: Path) -> None:
+        self._conn = conn
+        self._pid = pid
+        self._log = log
+        self._requests = conn.makefile("wb")
+        self._replies = conn.makefile("rb")
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def _last_words(self) -> str:
+        alive = "still running" if process_alive(self._pid) else "gone"
+        try:
+            said = _tail(self._log.read_bytes())
+        except OSError:
+            said = "no log"
+        return f"{alive}; {said} (log {self._log})"
+
+    def stop(self) -> None:
+        for stream in (self._requests, self._replies, self._conn):
+            with contextlib.suppress(OSError):
+                stream.close()
+
+
+def _tail(said: bytes) -> str:
+    lines = said.decode("utf-8", "replace").strip().splitlines()[-5:]
+    return " | ".join(lines) or "nothing on stderr"
+
+
 _ACTIVE: list[Validator] = []
 
 
-def start_validator() -> Validator:
+def start_validator(run_dir: Path | None = None, idle_s: float = 0.0) -> Validator:
     """Start this process's validator (once) and route :func:`quality.validate` to it until
-    :func:`stop_validator` or the process's exit."""
+    :func:`stop_validator` or the process's exit: the shared one of ``run_dir`` (started if
+    none answers) when ``idle_s`` > 0, else a child of this process."""
     if not _ACTIVE:
-        validator = Validator()
+        validator = (
+            SharedValidator(*connect(run_dir, idle_s)) if run_dir and idle_s > 0 else Validator()
+        )
         _ACTIVE.append(validator)
         quality.route_validation(validator.validate)
         atexit.register(stop_validator)
@@ -131,9 +186,9 @@ def stop_validator() -> None:
         _ACTIVE.pop().stop()
 
 
-def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
+def serve(requests: IO[bytes], replies: IO[bytes], lock: threading.Lock | None = None) -> None:
     """The validator's loop: the library imported and its context opened first, then one reply
-    per request until the end of ``requests``."""
+    per request until the end of ``requests`` (each validation under ``lock``, when given)."""
     quality.warm_up()
     while True:
         try:
@@ -142,7 +197,8 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
             return
         reply: tuple[str, Any]
         try:
-            reply = ("ok", quality.validate_here(schema, frame))
+            with lock or contextlib.nullcontext():
+                reply = ("ok", quality.validate_here(schema, frame))
         except Exception as exc:  # answered, then raised again in the asking process
             import traceback
 
@@ -151,7 +207,70 @@ def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
         replies.flush()
 
 
+def serve_shared(sock: Path, idle_s: float) -> None:
+    """The shared validator: listening at once (a command connects and its first validation
+    waits while the library imports), one thread per command, one validation at a time; it ends
+    after ``idle_s`` seconds without a command, or when its socket file is removed."""
+    pid_file = sock.with_suffix(".pid")
+    pid_file.write_text(str(os.getpid()))  # before it listens: a command reads it on connecting
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock))
+    os.chmod(sock, 0o600)
+    server.listen(16)
+    bound = os.stat(sock).st_ino
+    signal.signal(signal.SIGTERM, lambda *_: _leave(sock, pid_file, bound))
+    ready = threading.Event()  # the library imported (by this thread, once)
+    validating = threading.Lock()
+    counting = threading.Lock()
+    busy = [0, time.monotonic()]  # open connections, the last one's end
+
+    def answer(conn: socket.socket) -> None:
+        try:
+            ready.wait()
+            with conn, conn.makefile("rb") as requests, conn.makefile("wb") as replies:
+                serve(requests, replies, validating)
+        except OSError:
+            pass  # the command went away mid-reply: its own error, not ours
+        finally:
+            with counting:
+                busy[0] -= 1
+                busy[1] = time.monotonic()
+
+    def accept() -> None:
+        while True:
+            conn, _ = server.accept()
+            with counting:
+                busy[0] += 1
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    quality.warm_up()
+    ready.set()
+    while True:
+        time.sleep(min(1.0, idle_s))
+        try:
+            ours = os.stat(sock).st_ino == bound
+        except OSError:
+            ours = False
+        with counting:
+            idle = busy[0] == 0 and time.monotonic() - busy[1] > idle_s
+        if not ours or idle:
+            _leave(sock, pid_file, bound)
+
+
+def _leave(sock: Path, pid_file: Path, bound: int) -> None:
+    """Remove this validator's socket and pid file (if still its own) and exit at once."""
+    with contextlib.suppress(OSError):
+        if os.stat(sock).st_ino == bound:
+            sock.unlink()
+            pid_file.unlink(missing_ok=True)
+    os._exit(0)  # the library's teardown (~0.8 s) saves nothing
+
+
 def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--shared" and sys.argv[3] == "--idle":
+        serve_shared(Path(sys.argv[2]), float(sys.argv[4]))
+        return
     # the replies own the real stdout; anything the library prints goes to stderr
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

@@ -2,7 +2,8 @@
 
 ``civicsetu materialize`` runs jobs in its own process (``execute_in_process``) and keeps the
 console logger at WARNING, so without this a long run printed nothing between its first and
-last line. :class:`RunWatcher` polls the instance (a connection of its own, from a thread) for
+last line. :class:`RunWatcher` polls the instance (the command's own, from a thread: each read a
+connection of its own, as the webserver's threads share one instance) for
 the newest run this process started (its ``civicsetu/pid`` tag) and reports, through a
 callback, each step as it starts (``step n/N``) and, every ``every_s`` seconds of a long step,
 the step's last log message (a document n/N, a batch of embeddings), repeated with the step's
@@ -11,6 +12,7 @@ elapsed time after ``3 * every_s`` seconds without a new one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -57,8 +59,10 @@ class RunWatcher:
         steps: Callable[[str], int] = lambda _job: 0,
         every_s: float = 10.0,
         poll_s: float = 1.0,
+        instance: dg.DagsterInstance | None = None,
     ) -> None:
         self._say = say
+        self._instance = instance  # None: one opened by the thread (its own connections)
         self._steps = steps
         self._every_s = every_s
         self._poll_s = poll_s
@@ -81,7 +85,8 @@ class RunWatcher:
 
     def _loop(self) -> None:
         try:
-            with open_instance() as instance:
+            with contextlib.ExitStack() as stack:
+                instance = self._instance or stack.enter_context(open_instance())
                 cursor: str | None = None
                 said_at = 0.0
                 said = ""

@@ -44,6 +44,7 @@ from .database import (
     ensure_database as ensure_database,
     redact_url as redact_url,
     resolve_database_url as resolve_database_url,
+    start_database_early as start_database_early,
 )
 from .embedders import (
     ModelWorker as ModelWorker,

@@ -497,6 +497,23 @@ def _can_connect(uri: str) -> bool:
         return False
 
 
+def start_database_early(settings: Settings) -> None:
+    """Start (or find) the embedded server in a thread of this process, so that a cold start's
+    ~1 s of waiting on ``pg_ctl`` overlaps the command's imports; :func:`resolve_database_url`
+    then finds it running (or waits for it on the same lock). A failure is left to that call,
+    which raises it where the command reports it. Nothing to do for an external server."""
+    if settings.database_url:
+        return
+
+    def start() -> None:
+        try:
+            EmbeddedPostgres.from_settings(settings).start()
+        except Exception as exc:  # raised again by the command's own resolve_database_url
+            log.debug("early start of the embedded Postgres failed: %s", exc)
+
+    threading.Thread(target=start, name="civicsetu-db-start", daemon=True).start()
+
+
 def resolve_database_url(settings: Settings) -> str:
     """``CIVICSETU_DATABASE_URL`` unchanged if set; else start (or reuse) the embedded server."""
     if settings.database_url:

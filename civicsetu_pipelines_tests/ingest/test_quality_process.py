@@ -1,17 +1,24 @@
 """The checks' validator in a process of its own (``civicsetu materialize`` starts it so that Great
 Expectations imports on the other core): it answers as this process would, its errors come back
-named, and it is never left behind."""
+named, and it is never left behind. The one the commands of a state directory share answers
+them one after another, idles out, is stopped by ``db stop``, and a dead one is named and
+replaced."""
 
 from __future__ import annotations
 
 import os
 import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from civicsetu_pipelines.base.processes import process_alive
-from civicsetu_pipelines.ingest import quality, quality_process
+from civicsetu_pipelines.ingest import quality, quality_process, quality_service
 from civicsetu_pipelines.ingest.quality import CHUNKS, Rule, TableSchema
 
 
@@ -76,3 +83,99 @@ def test_a_validator_that_died_fails_the_check_that_asked_naming_it(
     finally:
         validator.stop()
     assert not process_alive(validator.pid)
+
+
+# -- the validator the commands of a state directory share ---------------------------------------
+
+
+def _wait_gone(pid: int, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not process_alive(pid)
+
+
+def test_the_shared_validator_answers_one_command_after_another_then_idles_out(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    frame = _rows()
+    here = _plain(quality.validate_here(CHUNKS, frame))
+    first = quality_process.start_validator(run_dir, idle_s=3.0)
+    try:
+        assert isinstance(first, quality_process.SharedValidator)
+        assert _plain(quality.validate(CHUNKS, frame)) == here
+        broken = TableSchema("broken", (Rule("odd", "text", "no_such_kind", "an unknown kind"),))
+        with pytest.raises(quality_process.ValidatorError, match="broken.*unknown rule kind"):
+            quality.validate(broken, frame)
+    finally:
+        quality_process.stop_validator()
+    assert process_alive(first.pid)  # left for the next command
+    sock, pid_file, _ = quality_service.shared_paths(run_dir)
+    assert sock.exists() and int(pid_file.read_text()) == first.pid
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600  # the user's own commands only
+    # the next command (another process: its own connection) is answered by the same one
+    again = subprocess.run(
+        [sys.executable, "-c", "from civicsetu_pipelines_tests.ingest.test_quality_process "
+         f"import ask_shared; ask_shared({str(run_dir)!r})"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == [str(first.pid), repr(here)]
+    # then, with no command for its idle time, it goes, and takes its socket and pid file
+    assert _wait_gone(first.pid)
+    assert not sock.exists() and not pid_file.exists()
+
+
+def ask_shared(run_dir: str) -> None:
+    """The second command of the test above, in a process of its own."""
+    validator = quality_process.start_validator(Path(run_dir), idle_s=3.0)
+    print(validator.pid)
+    print(repr(_plain(quality.validate(CHUNKS, _rows()))))
+    quality_process.stop_validator()
+
+
+def test_documents_add_warms_it_and_db_stop_stops_it(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    quality_service.warm_shared_validator(run_dir, idle_s=0)  # 0: no shared validator
+    assert not run_dir.exists() or not list(run_dir.glob("validator-*"))
+    quality_service.warm_shared_validator(run_dir, idle_s=60)
+    sock, pid_file, log = quality_service.shared_paths(run_dir)
+    deadline = time.monotonic() + 30
+    while not sock.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    quality_service.warm_shared_validator(run_dir, idle_s=60)  # one listens: none more
+    assert [p.name for p in run_dir.glob("validator-*.pid")] == [pid_file.name]
+    assert quality_service.stop_shared_validators(run_dir) == [pid]
+    assert _wait_gone(pid, 1.0)
+    assert not sock.exists() and not pid_file.exists()
+    assert quality_service.stop_shared_validators(run_dir) == []  # idempotent
+
+
+def test_a_shared_validator_killed_fails_the_check_naming_it_and_the_next_starts_anew(
+    tmp_path: Path,
+) -> None:
+    run_dir = tmp_path / "run"
+    validator = quality_process.start_validator(run_dir, idle_s=60.0)
+    try:
+        assert quality.validate(CHUNKS, _rows())
+        os.kill(validator.pid, signal.SIGKILL)
+        with pytest.raises(quality_process.ValidatorError) as caught:
+            quality.validate(CHUNKS, _rows())
+        said = str(caught.value)
+        assert f"pid {validator.pid}" in said and "section_chunks" in said and "gone" in said
+    finally:
+        quality_process.stop_validator()
+    sock, _, _ = quality_service.shared_paths(run_dir)
+    assert sock.exists()  # left behind by the killed one: nothing listens on it
+    fresh = quality_process.start_validator(run_dir, idle_s=60.0)
+    try:
+        assert fresh.pid != validator.pid
+        assert _plain(quality.validate(CHUNKS, _rows())) == _plain(
+            quality.validate_here(CHUNKS, _rows())
+        )
+    finally:
+        quality_process.stop_validator()
+        quality_service.stop_shared_validators(run_dir)
+    assert _wait_gone(fresh.pid, 1.0)

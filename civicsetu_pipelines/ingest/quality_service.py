@@ -1,0 +1,174 @@
+"""The checks' validator shared by the commands of one state directory: where it listens, how a
+command starts it, connects to it or stops it (:mod:`~civicsetu_pipelines.ingest.quality_process`
+is the validator itself and the client that asks it).
+
+Apart from the validator so that ``civicsetu documents add``, which only starts it, imports
+neither pandas nor the rules: a few standard modules, no more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from civicsetu_pipelines.base import process_alive
+
+VALIDATOR_MODULE = "civicsetu_pipelines.ingest.quality_process"
+_CONNECT_WAIT_S = 30.0  # its interpreter and pandas import before it listens (~1 s here)
+_STOP_WAIT_S = 5.0
+
+
+class ValidatorError(RuntimeError):
+    """The validator process ended, did not start, or answered with an error."""
+
+
+def code_fingerprint() -> str:
+    """This code's version, as far as a validator's answers go: the rules' interpreter, the
+    validator and this module (their sources), and the interpreter running them. A validator
+    started by other code is never asked: it idles out."""
+    digest = hashlib.sha256(sys.executable.encode())
+    here = Path(__file__)
+    for name in ("quality.py", "quality_process.py", here.name):
+        digest.update(here.with_name(name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def shared_paths(run_dir: Path) -> tuple[Path, Path, Path]:
+    """The shared validator's socket, pid file and log under ``run_dir``."""
+    stem = run_dir / f"validator-{code_fingerprint()}"
+    return stem.with_suffix(".sock"), stem.with_suffix(".pid"), stem.with_suffix(".log")
+
+
+def connect(run_dir: Path, idle_s: float) -> tuple[socket.socket, int, Path]:
+    """A connection to ``run_dir``'s shared validator (started now if none listens: it imports
+    the library while the command goes on, and its first answer waits for that), its pid (-1 if
+    unknown) and its log."""
+    sock, pid_file, log = shared_paths(run_dir)
+    conn = _connect(sock)
+    if conn is None:
+        with _spawn_lock(run_dir):
+            conn = _connect(sock)
+            if conn is None:
+                conn = _wait_for(sock, _spawn(run_dir, idle_s), log)
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        pid = -1
+    return conn, pid, log
+
+
+def warm_shared_validator(run_dir: Path, idle_s: float) -> None:
+    """Start ``run_dir``'s shared validator unless one listens (or ``idle_s`` is 0); do not
+    wait for it."""
+    if idle_s <= 0:
+        return
+    sock, _, _ = shared_paths(run_dir)
+    for attempt in range(2):
+        conn = _connect(sock)
+        if conn is not None:
+            conn.close()
+            return
+        if attempt == 0:
+            with _spawn_lock(run_dir):
+                if not _listening(sock):
+                    _spawn(run_dir, idle_s)
+            return
+
+
+def stop_shared_validators(run_dir: Path) -> list[int]:
+    """Stop every shared validator of ``run_dir`` (of any code's version): their pids."""
+    stopped = []
+    for pid_file in sorted(run_dir.glob("validator-*.pid")):
+        try:
+            pid = int(pid_file.read_text())
+        except (OSError, ValueError):
+            pid = -1
+        if pid > 0 and process_alive(pid) and VALIDATOR_MODULE in _cmdline(pid):
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + _STOP_WAIT_S
+            while process_alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if process_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            stopped.append(pid)
+        for path in (pid_file, pid_file.with_suffix(".sock")):
+            path.unlink(missing_ok=True)
+    return stopped
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _connect(sock: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(sock))
+    except (FileNotFoundError, ConnectionRefusedError):
+        conn.close()
+        return None
+    return conn
+
+
+def _listening(sock: Path) -> bool:
+    conn = _connect(sock)
+    if conn is None:
+        return False
+    conn.close()
+    return True
+
+
+@contextlib.contextmanager
+def _spawn_lock(run_dir: Path) -> Iterator[None]:
+    """One command at a time decides whether to start the validator (and waits for it)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "validator.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _spawn(run_dir: Path, idle_s: float) -> subprocess.Popen[bytes]:
+    sock, _, log = shared_paths(run_dir)
+    sock.unlink(missing_ok=True)  # a socket nothing listens on: its validator is gone
+    with open(log, "ab") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", VALIDATOR_MODULE, "--shared", str(sock), "--idle", str(idle_s)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+            start_new_session=True,  # not in the command's terminal: Ctrl-C stops the command
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+
+
+def _wait_for(sock: Path, proc: subprocess.Popen[bytes], log: Path) -> socket.socket:
+    """A connection to the validator just started, once it listens."""
+    deadline = time.monotonic() + _CONNECT_WAIT_S
+    while time.monotonic() < deadline:
+        conn = _connect(sock)
+        if conn is not None:
+            return conn
+        if proc.poll() is not None:
+            break
+        time.sleep(0.02)
+    try:
+        said = " | ".join(log.read_text(errors="replace").strip().splitlines()[-5:])
+    except OSError:
+        said = "no log"
+    raise ValidatorError(
+        f"the shared checks' validator (pid {proc.pid}) did not listen on {sock} "
+        f"(exit code {proc.poll()}): {said or 'nothing in its log'}"
+    )
