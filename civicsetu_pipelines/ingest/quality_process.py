@@ -259,11 +259,13 @@ def serve_shared(sock: Path, idle_s: float) -> None:
 
 
 def _leave(sock: Path, pid_file: Path, bound: int) -> None:
-    """Remove this validator's socket and pid file (if still its own) and exit at once."""
+    """Remove this validator's socket and pid file (those still its own) and exit at once."""
     with contextlib.suppress(OSError):
         if os.stat(sock).st_ino == bound:
             sock.unlink()
-            pid_file.unlink(missing_ok=True)
+    with contextlib.suppress(OSError, ValueError):
+        if int(pid_file.read_text()) == os.getpid():
+            pid_file.unlink()
     os._exit(0)  # the library's teardown (~0.8 s) saves nothing
 
 

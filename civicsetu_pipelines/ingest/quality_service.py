@@ -33,12 +33,17 @@ class ValidatorError(RuntimeError):
 
 def code_fingerprint() -> str:
     """This code's version, as far as a validator's answers go: the rules' interpreter, the
-    validator and this module (their sources), and the interpreter running them. A validator
-    started by other code is never asked: it idles out."""
-    digest = hashlib.sha256(sys.executable.encode())
+    validator and this module (their sources), the kinds the labels are read by, the library's
+    version and the interpreter running them. A validator started by other code is never
+    asked: it idles out."""
+    from importlib import metadata
+
     here = Path(__file__)
-    for name in ("quality.py", "quality_process.py", here.name):
-        digest.update(here.with_name(name).read_bytes())
+    digest = hashlib.sha256(sys.executable.encode())
+    digest.update(metadata.version("great_expectations").encode())
+    for path in (*(here.with_name(n) for n in ("quality.py", "quality_process.py", here.name)),
+                 here.parents[1] / "data" / "kinds.yaml"):  # fmt: skip
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -50,20 +55,17 @@ def shared_paths(run_dir: Path) -> tuple[Path, Path, Path]:
 
 def connect(run_dir: Path, idle_s: float) -> tuple[socket.socket, int, Path]:
     """A connection to ``run_dir``'s shared validator (started now if none listens: it imports
-    the library while the command goes on, and its first answer waits for that), its pid (-1 if
-    unknown) and its log."""
+    the library while the command goes on, and its first answer waits for that), its pid and
+    its log."""
     sock, pid_file, log = shared_paths(run_dir)
-    conn = _connect(sock)
-    if conn is None:
+    found = _reach(sock, pid_file)
+    if found is None:
         with _spawn_lock(run_dir):
-            conn = _connect(sock)
-            if conn is None:
-                conn = _wait_for(sock, _spawn(run_dir, idle_s), log)
-    try:
-        pid = int(pid_file.read_text())
-    except (OSError, ValueError):
-        pid = -1
-    return conn, pid, log
+            found = _reach(sock, pid_file)
+            if found is None:
+                proc = _spawn(run_dir, idle_s)
+                found = _wait_for(sock, proc, log), proc.pid
+    return (*found, log)
 
 
 def warm_shared_validator(run_dir: Path, idle_s: float) -> None:
@@ -71,17 +73,12 @@ def warm_shared_validator(run_dir: Path, idle_s: float) -> None:
     wait for it."""
     if idle_s <= 0:
         return
-    sock, _, _ = shared_paths(run_dir)
-    for attempt in range(2):
-        conn = _connect(sock)
-        if conn is not None:
-            conn.close()
-            return
-        if attempt == 0:
-            with _spawn_lock(run_dir):
-                if not _listening(sock):
-                    _spawn(run_dir, idle_s)
-            return
+    sock, pid_file, _ = shared_paths(run_dir)
+    if _listening(sock, pid_file):
+        return
+    with _spawn_lock(run_dir):
+        if not _listening(sock, pid_file):
+            _spawn(run_dir, idle_s)
 
 
 def stop_shared_validators(run_dir: Path) -> list[int]:
@@ -122,11 +119,28 @@ def _connect(sock: Path) -> socket.socket | None:
     return conn
 
 
-def _listening(sock: Path) -> bool:
+def _reach(sock: Path, pid_file: Path) -> tuple[socket.socket, int] | None:
+    """A connection to the validator listening on ``sock`` and its pid; None when none does.
+    A validator killed a moment ago may still accept on its socket while the kernel closes it:
+    one whose pid is no longer alive is not reached."""
     conn = _connect(sock)
     if conn is None:
-        return False
+        return None
+    try:
+        pid = int(pid_file.read_text())
+    except (OSError, ValueError):
+        pid = -1
+    if pid > 0 and process_alive(pid):
+        return conn, pid
     conn.close()
+    return None
+
+
+def _listening(sock: Path, pid_file: Path) -> bool:
+    found = _reach(sock, pid_file)
+    if found is None:
+        return False
+    found[0].close()
     return True
 
 
