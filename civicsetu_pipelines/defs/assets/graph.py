@@ -205,11 +205,8 @@ def graph_edges(
         severity=dg.AssetCheckSeverity.WARN,
         metadata={"over_limit": dg.MetadataValue.json(over), "rates": dg.MetadataValue.json(rates)},
     )
-    for item in missing:
-        context.log.warning(
-            f"{item['document']}: {item['target']} does not exist; cited {item['citations']}x "
-            f"in {', '.join(item['cited_in'])} as {item['phrase']!r}"
-        )
+    for line in missing_lines(missing):
+        context.log.warning(line)
     for problem in build.curated_problems:
         context.log.warning(f"curated derivation {problem['document']} {problem['rule']}: "
                             f"{problem['problem']}")  # fmt: skip
@@ -235,6 +232,29 @@ def graph_edges(
             "coverage": dg.MetadataValue.json(coverage),
         },
     )
+
+
+MISSING_NAMED = 6  # a document's missing targets named in its warning; the check lists all
+
+
+def missing_lines(missing: list[dict[str, Any]]) -> list[str]:
+    """One warning per citing document: how many units it cites that do not exist, the first
+    :data:`MISSING_NAMED` of them with where and how often (a rules PDF served before the Act
+    cites dozens: one line each buried the run's other messages); the check's table holds all."""
+    by_document: dict[str, list[dict[str, Any]]] = {}
+    for item in missing:
+        by_document.setdefault(item["document"], []).append(item)
+    lines = []
+    for document, items in by_document.items():
+        named = "; ".join(
+            f"{i['target']} (cited {i['citations']}x in {', '.join(i['cited_in'])} as "
+            f"{i['phrase']!r})"
+            for i in items[:MISSING_NAMED]
+        )
+        more = len(items) - MISSING_NAMED
+        rest = f"; and {more} more (the missing_targets check lists them)" if more > 0 else ""
+        lines.append(f"{document}: {len(items)} cited unit(s) do not exist: {named}{rest}")
+    return lines
 
 
 def _missing_table(missing: list[dict[str, Any]]) -> str:
