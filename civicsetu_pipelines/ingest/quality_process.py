@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import pickle
 import signal
@@ -53,6 +54,8 @@ from civicsetu_pipelines.base import process_alive
 from civicsetu_pipelines.ingest import quality
 from civicsetu_pipelines.ingest.quality import RuleResult, TableSchema
 from civicsetu_pipelines.ingest.quality_service import ValidatorError, connect
+
+log = logging.getLogger(__name__)
 
 _EXIT_WAIT_S = 2.0
 # A frame of more rows is validated in the asking process: sent, it would be a second copy in
@@ -168,11 +171,18 @@ _ACTIVE: list[Validator] = []
 def start_validator(run_dir: Path | None = None, idle_s: float = 0.0) -> Validator:
     """Start this process's validator (once) and route :func:`quality.validate` to it until
     :func:`stop_validator` or the process's exit: the shared one of ``run_dir`` (started if
-    none answers) when ``idle_s`` > 0, else a child of this process."""
+    none answers) when ``idle_s`` > 0, else a child of this process. A shared one that cannot be
+    started or reached (a state directory whose socket path is too long for one, a validator
+    that exits at once) is reported in the log and a child serves instead."""
     if not _ACTIVE:
-        validator = (
-            SharedValidator(*connect(run_dir, idle_s)) if run_dir and idle_s > 0 else Validator()
-        )
+        validator: Validator | None = None
+        if run_dir and idle_s > 0:
+            try:
+                validator = SharedValidator(*connect(run_dir, idle_s))
+            except (ValidatorError, OSError) as exc:
+                log.warning("the shared checks' validator is not available (%s); this command "
+                            "starts its own", exc)  # fmt: skip
+        validator = validator or Validator()
         _ACTIVE.append(validator)
         quality.route_validation(validator.validate)
         atexit.register(stop_validator)

@@ -176,3 +176,21 @@ def test_a_shared_validator_killed_fails_the_check_naming_it_and_the_next_starts
         quality_process.stop_validator()
         assert quality_service.stop_shared_validators(run_dir) == [fresh.pid]
     assert _wait_gone(fresh.pid, 1.0)
+
+
+def test_a_state_whose_socket_cannot_be_made_gets_a_validator_of_its_own(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_dir = tmp_path / ("a-state-directory-deeper-than-a-unix-socket-path-allows-" * 2) / "run"
+    run_dir.mkdir(parents=True)
+    validator = quality_process.start_validator(run_dir, idle_s=60.0)
+    try:
+        assert not isinstance(validator, quality_process.SharedValidator)
+        assert "the shared checks' validator is not available" in caplog.text
+        assert _plain(quality.validate(CHUNKS, _rows())) == _plain(
+            quality.validate_here(CHUNKS, _rows())
+        )
+    finally:
+        quality_process.stop_validator()
+    assert not process_alive(validator.pid)
+    assert not list(run_dir.glob("validator-*.pid"))
