@@ -217,11 +217,11 @@ def serve(requests: IO[bytes], replies: IO[bytes], lock: threading.Lock | None =
         replies.flush()
 
 
-def serve_shared(sock: Path, idle_s: float) -> None:
+def serve_shared(sock: Path, pid_file: Path, idle_s: float) -> None:
     """The shared validator: listening at once (a command connects and its first validation
     waits while the library imports), one thread per command, one validation at a time; it ends
-    after ``idle_s`` seconds without a command, or when its socket file is removed."""
-    pid_file = sock.with_suffix(".pid")
+    after ``idle_s`` seconds without a command, or when its socket or pid file is removed (its
+    state directory gone)."""
     pid_file.write_text(str(os.getpid()))  # before it listens: a command reads it on connecting
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(sock))
@@ -259,8 +259,8 @@ def serve_shared(sock: Path, idle_s: float) -> None:
     while True:
         time.sleep(min(1.0, idle_s))
         try:
-            ours = os.stat(sock).st_ino == bound
-        except OSError:
+            ours = os.stat(sock).st_ino == bound and int(pid_file.read_text()) == os.getpid()
+        except (OSError, ValueError):
             ours = False
         with counting:
             idle = busy[0] == 0 and time.monotonic() - busy[1] > idle_s
@@ -280,8 +280,8 @@ def _leave(sock: Path, pid_file: Path, bound: int) -> None:
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--shared" and sys.argv[3] == "--idle":
-        serve_shared(Path(sys.argv[2]), float(sys.argv[4]))
+    if len(sys.argv) == 5 and sys.argv[1] == "--shared":  # --shared SOCKET PID_FILE IDLE_S
+        serve_shared(Path(sys.argv[2]), Path(sys.argv[3]), float(sys.argv[4]))
         return
     # the replies own the real stdout; anything the library prints goes to stderr
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")

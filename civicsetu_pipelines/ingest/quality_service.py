@@ -11,20 +11,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from civicsetu_pipelines.base import process_alive
 
+log = logging.getLogger(__name__)
+
 VALIDATOR_MODULE = "civicsetu_pipelines.ingest.quality_process"
 _CONNECT_WAIT_S = 30.0  # its interpreter and pandas import before it listens (~1 s here)
 _STOP_WAIT_S = 5.0
+_SOCKET_PATH_MAX = 100  # a Unix socket's path: 108 bytes with its NUL on Linux; a margin
 
 
 class ValidatorError(RuntimeError):
@@ -48,9 +54,26 @@ def code_fingerprint() -> str:
 
 
 def shared_paths(run_dir: Path) -> tuple[Path, Path, Path]:
-    """The shared validator's socket, pid file and log under ``run_dir``."""
-    stem = run_dir / f"validator-{code_fingerprint()}"
-    return stem.with_suffix(".sock"), stem.with_suffix(".pid"), stem.with_suffix(".log")
+    """The shared validator's socket, pid file and log (the last two under ``run_dir``)."""
+    fingerprint = code_fingerprint()
+    stem = run_dir / f"validator-{fingerprint}"
+    return socket_path(run_dir, fingerprint), stem.with_suffix(".pid"), stem.with_suffix(".log")
+
+
+def socket_path(run_dir: Path, fingerprint: str) -> Path:
+    """Where the validator of ``fingerprint`` listens: under ``run_dir``, unless that path is
+    longer than a Unix socket's may be (~107 bytes; a deep state directory, a test's), then in
+    the user's own directory under the system's temporary one, named by ``run_dir``'s hash."""
+    sock = run_dir / f"validator-{fingerprint}.sock"
+    if len(os.fsencode(sock)) <= _SOCKET_PATH_MAX:
+        return sock
+    short = Path(tempfile.gettempdir()) / f"civicsetu-{os.getuid()}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    mode = short.lstat()
+    if mode.st_uid != os.getuid() or mode.st_mode & 0o077 or not stat.S_ISDIR(mode.st_mode):
+        raise ValidatorError(f"{short} is not this user's private directory: no socket there")
+    digest = hashlib.sha256(os.fsencode(run_dir.resolve())).hexdigest()[:16]
+    return short / f"validator-{digest}-{fingerprint}.sock"
 
 
 def connect(run_dir: Path, idle_s: float) -> tuple[socket.socket, int, Path]:
@@ -70,15 +93,19 @@ def connect(run_dir: Path, idle_s: float) -> tuple[socket.socket, int, Path]:
 
 def warm_shared_validator(run_dir: Path, idle_s: float) -> None:
     """Start ``run_dir``'s shared validator unless one listens (or ``idle_s`` is 0); do not
-    wait for it."""
+    wait for it. Never the caller's failure: one that cannot start is logged, and the command
+    that needs it starts its own."""
     if idle_s <= 0:
         return
-    sock, pid_file, _ = shared_paths(run_dir)
-    if _listening(sock, pid_file):
-        return
-    with _spawn_lock(run_dir):
-        if not _listening(sock, pid_file):
-            _spawn(run_dir, idle_s)
+    try:
+        sock, pid_file, _ = shared_paths(run_dir)
+        if _listening(sock, pid_file):
+            return
+        with _spawn_lock(run_dir):
+            if not _listening(sock, pid_file):
+                _spawn(run_dir, idle_s)
+    except (OSError, ValidatorError) as exc:
+        log.warning("the shared checks' validator was not started: %s", exc)
 
 
 def stop_shared_validators(run_dir: Path) -> list[int]:
@@ -97,7 +124,8 @@ def stop_shared_validators(run_dir: Path) -> list[int]:
             if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
             stopped.append(pid)
-        for path in (pid_file, pid_file.with_suffix(".sock")):
+        fingerprint = pid_file.stem.removeprefix("validator-")
+        for path in (pid_file, socket_path(run_dir, fingerprint)):
             path.unlink(missing_ok=True)
     return stopped
 
@@ -157,11 +185,12 @@ def _spawn_lock(run_dir: Path) -> Iterator[None]:
 
 
 def _spawn(run_dir: Path, idle_s: float) -> subprocess.Popen[bytes]:
-    sock, _, log = shared_paths(run_dir)
+    sock, pid_file, log = shared_paths(run_dir)
     sock.unlink(missing_ok=True)  # a socket nothing listens on: its validator is gone
     with open(log, "ab") as stderr:
         return subprocess.Popen(
-            [sys.executable, "-m", VALIDATOR_MODULE, "--shared", str(sock), "--idle", str(idle_s)],
+            [sys.executable, "-m", VALIDATOR_MODULE, "--shared", str(sock), str(pid_file),
+             str(idle_s)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
             start_new_session=True,  # not in the command's terminal: Ctrl-C stops the command
             env={**os.environ, "PYTHONUNBUFFERED": "1"},

@@ -178,19 +178,38 @@ def test_a_shared_validator_killed_fails_the_check_naming_it_and_the_next_starts
     assert _wait_gone(fresh.pid, 1.0)
 
 
-def test_a_state_whose_socket_cannot_be_made_gets_a_validator_of_its_own(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+def test_a_state_deeper_than_a_socket_path_allows_has_its_validator_listen_elsewhere(
+    tmp_path: Path,
 ) -> None:
     run_dir = tmp_path / ("a-state-directory-deeper-than-a-unix-socket-path-allows-" * 2) / "run"
-    run_dir.mkdir(parents=True)
+    sock, pid_file, _ = quality_service.shared_paths(run_dir)
+    assert sock.parent.name == f"civicsetu-{os.getuid()}" and pid_file.parent == run_dir
+    assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
+    validator = quality_process.start_validator(run_dir, idle_s=60.0)
+    try:
+        assert isinstance(validator, quality_process.SharedValidator)
+        assert sock.exists() and int(pid_file.read_text()) == validator.pid
+    finally:
+        quality_process.stop_validator()
+        assert quality_service.stop_shared_validators(run_dir) == [validator.pid]
+    assert not sock.exists() and not pid_file.exists()
+
+
+def test_a_shared_validator_that_cannot_start_leaves_the_command_one_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    run_dir = tmp_path / "run"
+    # the validator's process exits at once (its module cannot be found): named, then a child
+    monkeypatch.setattr(quality_service, "VALIDATOR_MODULE", "civicsetu_pipelines.no_such_module")
+    quality_service.warm_shared_validator(run_dir, idle_s=60.0)  # started, not waited for
     validator = quality_process.start_validator(run_dir, idle_s=60.0)
     try:
         assert not isinstance(validator, quality_process.SharedValidator)
         assert "the shared checks' validator is not available" in caplog.text
+        assert "did not listen" in caplog.text and "No module named" in caplog.text
         assert _plain(quality.validate(CHUNKS, _rows())) == _plain(
             quality.validate_here(CHUNKS, _rows())
         )
     finally:
         quality_process.stop_validator()
     assert not process_alive(validator.pid)
-    assert not list(run_dir.glob("validator-*.pid"))
