@@ -14,10 +14,11 @@ four of the ~25 CPU-seconds of a one-document ``materialize``, taken from the mo
 and the run. So the validator outlives the command that started it: one per state directory and
 version of this code, listening on a Unix socket under the state's ``run/`` directory (its pid
 file and log beside it; :mod:`~civicsetu_pipelines.ingest.quality_service` starts, reaches and
-stops it), it answers the commands that come after and exits after
-``CIVICSETU_VALIDATOR_IDLE_S`` seconds (default 600) without one, when its socket file is
-removed, or at ``civicsetu db stop``. ``civicsetu documents add`` starts it, so that it imports
-while the document is read and the user turns to ``materialize``.
+stops it, and places the socket elsewhere for a state too deep for a socket's path), it answers
+the commands that come after and exits after ``CIVICSETU_VALIDATOR_IDLE_S`` seconds (default
+600) without one, when its socket or pid file is removed, or at ``civicsetu db stop``.
+``civicsetu documents add`` starts it, so that it imports while the document is read and the
+user turns to ``materialize``.
 ``CIVICSETU_VALIDATOR_IDLE_S=0``: each ``materialize`` starts a validator of its own (a child)
 and stops it at its end, as before.
 
