@@ -7,9 +7,10 @@ English and still have lost what a legal text hangs on, the numbers. :func:`fore
 finds such a page; :func:`structure_faults` reads what its text breaks of the numbering a person
 sees at a glance (a sub-unit numbered "(l)" or "(a)" where "(1)" or "(4)" runs, a unit number
 lost between its neighbours); :func:`numbering_gaps` finds, over the whole document, the pages
-where a run of unit numbers skips one; :func:`prefer_reread` chooses between the layer and this
-project's own reading of the page image, by the faults each has, then the units each numbers,
-then their share of English words. ``ingest.pages`` re-reads only the pages that fail.
+where a run of unit numbers skips one or opens late (its first numbers lost);
+:func:`prefer_reread` chooses between the layer and this project's own reading of the page
+image, by the faults each has, then the units each numbers, then their share of English words.
+``ingest.pages`` re-reads only the pages that fail.
 """
 
 from __future__ import annotations
@@ -93,15 +94,29 @@ def unit_numbers(text: str) -> list[int]:
 
 
 def numbering_gaps(pages: Sequence[tuple[int, str]]) -> set[int]:
-    """The pages (of ``(page, text)`` in order) on which a run of unit numbers skips one or two
-    ("3." on one page, "5." next, no "4."): from the page of the number before the gap to the
-    page of the number after it. A smaller number (a list inside a unit, a new schedule) starts
-    a run of its own."""
+    """The pages (of ``(page, text)`` in order) where the document's run of unit numbers loses
+    some: where it skips one or two ("3." on one page, "5." next, no "4."), from the page of the
+    number before the gap to the page of the number after it; and where it opens late (a
+    document's units are numbered from 1): the pages before its first number that number their
+    sub-units ("(1) ...": a unit's text, its own number lost), with the page of that first number,
+    or, when no page has a unit number at all, every page that numbers sub-units (a column of
+    hanging numbers the layer never read). A smaller number (a list inside a unit, a new
+    schedule) starts a run of its own."""
     seen: list[tuple[int, int]] = [(page, n) for page, text in pages for n in unit_numbers(text)]
     gaps: set[int] = set()
     for (page_a, a), (page_b, b) in zip(seen, seen[1:], strict=False):
         if b - a in (2, 3):
             gaps.update(range(page_a, page_b + 1))
+    first_page, first = seen[0] if seen else (None, 0)
+    if first != 1:
+        before = [
+            page
+            for page, text in pages
+            if (first_page is None or page < first_page) and _SUB_MARKER.search(text)
+        ]
+        gaps.update(before)
+        if first_page is not None and before:
+            gaps.add(first_page)
     return gaps
 
 

@@ -732,8 +732,9 @@ def reread(
 def reread_numbering_gaps(
     raw: Sequence[_RawPage], doc: pymupdf.Document, language: str, budget: OcrBudget | None
 ) -> None:
-    """Pages of someone else's OCR on which the document's run of unit numbers skips one (a
-    hanging number the layer dropped), not yet re-read, read again (:func:`reread`)."""
+    """Pages of someone else's OCR on which the document's run of unit numbers skips one or
+    opens late (hanging numbers the layer dropped: :func:`numbering_gaps`), not yet re-read,
+    read again (:func:`reread`)."""
     layered = {rp.index: rp for rp in raw
                if "ocr_layer" in rp.flags and rp.method != "ocr" and "text_layer_kept" not in
                rp.flags}  # fmt: skip
@@ -742,7 +743,7 @@ def reread_numbering_gaps(
     texts = [(rp.index, "\n".join(r.text for r in rp.rows(True))) for rp in raw]
     for index in sorted(numbering_gaps(texts) & layered.keys()):
         reread(layered[index], doc[index], language, budget, "the document's unit numbers skip "
-               "one here", gap=True)  # fmt: skip
+               "one here, or start after 1", gap=True)  # fmt: skip
 
 
 MARGIN_LAYOUT_SHARE = 0.25

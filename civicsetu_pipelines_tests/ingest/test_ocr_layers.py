@@ -55,6 +55,15 @@ def test_a_numbering_that_skips_or_misreads_is_a_fault() -> None:
         4,
         5,
     }
+    # a run that opens late: the pages before its first number that number sub-units (a
+    # column of hanging numbers the layer never read), and that number's page; no number at
+    # all: every page that numbers sub-units; a preamble or a run from 1 is no gap
+    assert numbering_gaps([(1, "Preamble"), (2, "Text\n(1) a\n(2) b"), (3, "17. T\n(1) x"),
+                           (4, "18. U")]) == {2, 3}  # fmt: skip
+    assert numbering_gaps([(1, "Text\n(1) a\n(2) b"), (2, "more\n(1) x"), (3, "Form")]) == {
+        1, 2}  # fmt: skip
+    assert numbering_gaps([(1, "Preamble\n(1) a"), (2, "1. A\n(1) a"), (3, "2. B")]) == set()
+    assert numbering_gaps([(1, "Preamble"), (2, "words alone")]) == set()
     layer = Reading.of("3. A\nDeclaration\n(1) x\n(2) y\n5. B", 0.95)
     reread = Reading.of("3. A\n4.\nDeclaration\n(1) x\n(2) y\n5. B", 0.94)
     assert prefer_reread(layer, reread, gap=True) and not prefer_reread(reread, layer, gap=True)
