@@ -124,9 +124,9 @@ def stop_shared_validators(run_dir: Path) -> list[int]:
             if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
             stopped.append(pid)
-        fingerprint = pid_file.stem.removeprefix("validator-")
-        for path in (pid_file, socket_path(run_dir, fingerprint)):
-            path.unlink(missing_ok=True)
+        pid_file.unlink(missing_ok=True)
+        with contextlib.suppress(ValidatorError):  # no private directory: no socket there
+            socket_path(run_dir, pid_file.stem.removeprefix("validator-")).unlink(missing_ok=True)
     return stopped
 
 
