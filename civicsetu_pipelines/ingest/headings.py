@@ -65,6 +65,10 @@ _SENTENCE_WORDS = re.compile(r"\b(?:shall|may be|is hereby|are hereby|means)\b",
 _TWO_SENTENCES = re.compile(r"[a-z]\.\s+[A-Z][a-z]")
 _DANGLING = re.compile(r"\b(?:the|of|and|or|to|for|in|by|with|a|an|under|from|on)$", re.I)
 _SUB_MARKER = re.compile(r"\(\s*(?:\d{1,3}|[a-zA-Z]{1,2}|[ivxlc]{1,6})\s*\)")
+# A dash after a heading's number and its stop, before the text: the heading of a unit whose
+# title stands in the margin (or is lost), "2.—The Authority shall ..."; never before prose in
+# lower case or a figure ("3. — 25").
+_DASH_LEAD = re.compile(r"^[-—–]+\s*(?=[A-Z(\"'“‘\[])")
 # A row that starts an item: "(1)", "(a)", "(A)", "i.", "a)": never part of a title.
 _ITEM_START = re.compile(r"^(?:\(\s*\w{1,4}\s*\)|[ivxlc]{1,5}\.|[a-zA-Z]\))\s")
 # Rules, bullets and OCR specks before a heading's number ("| 4.", "- | 2-(1)", "• 3.",
@@ -279,6 +283,8 @@ def numbered_heading(
     number = int(match.group("num"))
     suffix = match.group("s1") or match.group("s2") or ""
     word, punct, rest = match.group("word"), match.group("punct"), match.group("rest")
+    if punct:  # "2.—The Authority ..." / "2. — (1) ...": its title printed in the margin
+        rest = _DASH_LEAD.sub("", rest)
     margin_title = margin_title_for(notes, row)
     if number == 0 or (not word and not punct and rest and not _titled_bare(rest, margin_title)):
         return None  # "9 of the Act" / "12 months" is prose: a heading has "9." or "9)"

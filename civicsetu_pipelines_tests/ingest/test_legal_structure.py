@@ -450,6 +450,28 @@ RULE_STYLES: dict[str, list[PageItem]] = {
 }
 
 
+def test_a_number_and_a_dash_before_the_text_heads_a_rule_whose_title_is_elsewhere(
+    tmp_path: Path,
+) -> None:
+    """"2.—The Authority shall ...": the gazette print whose titles stand in a margin (or an
+    OCR'd page that lost them) heads each rule with its number, a dash and the text; "3. — of
+    the Act" and "4. — 25" stay prose."""
+    rows: list[PageItem] = [
+        *PREAMBLE_ROWS,
+        "1.—(1) These rules may be called the Test Rules, 2017.",
+        "(2) They shall come into force on the 1st May, 2017.",
+        f"2. — The Authority shall decide the application within thirty days. {FILLER}",
+        "as provided in rule 1. — of the Act, and the fee paid under rule",
+        "4. — 25 per cent of the fee shall be refunded.",
+        f"3.—The promoter shall display the registration number. {FILLER}",
+    ]
+    chunks, report = pdf_chunks(tmp_path, [rows], max_chars=120, min_chars=10)
+    assert report.numbered == ["1", "2", "3"]
+    assert report.gaps == [] and report.duplicates == []
+    assert [c.label for c in top_level(chunks)] == ["Preamble", "Rule 1", "Rule 2", "Rule 3"]
+    assert "25 per cent" in by_label(chunks)["Rule 2"].text
+
+
 @pytest.mark.parametrize("style", list(RULE_STYLES))
 def test_rule_heading_styles(tmp_path: Path, style: str) -> None:
     chunks, report = pdf_chunks(tmp_path, [RULE_STYLES[style]], max_chars=120, min_chars=10)
