@@ -453,7 +453,7 @@ RULE_STYLES: dict[str, list[PageItem]] = {
 def test_a_number_and_a_dash_before_the_text_heads_a_rule_whose_title_is_elsewhere(
     tmp_path: Path,
 ) -> None:
-    """"2.—The Authority shall ...": the gazette print whose titles stand in a margin (or an
+    """ "2.—The Authority shall ...": the gazette print whose titles stand in a margin (or an
     OCR'd page that lost them) heads each rule with its number, a dash and the text; "3. — of
     the Act" and "4. — 25" stay prose."""
     rows: list[PageItem] = [
