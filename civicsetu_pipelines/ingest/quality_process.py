@@ -29,7 +29,8 @@ sent, and only a frame of at most :data:`IN_PROCESS_ROWS` rows (a larger one is 
 it is). A validator that ends early (killed, or the library failing to import) fails the check
 that asked, naming the process and its last words; a child is stopped with the command (killed
 and reaped), a shared one by its idle time, never left behind for good. The socket is the user's
-alone (mode 0600 in the state directory): only the user's own commands send it pickles.
+alone (mode 0600, in the state directory or the user's 0700 one): only the user's own commands
+send it pickles.
 """
 
 from __future__ import annotations
@@ -173,8 +174,8 @@ def start_validator(run_dir: Path | None = None, idle_s: float = 0.0) -> Validat
     """Start this process's validator (once) and route :func:`quality.validate` to it until
     :func:`stop_validator` or the process's exit: the shared one of ``run_dir`` (started if
     none answers) when ``idle_s`` > 0, else a child of this process. A shared one that cannot be
-    started or reached (a state directory whose socket path is too long for one, a validator
-    that exits at once) is reported in the log and a child serves instead."""
+    started or reached (a validator that exits at once, no private directory for its socket) is
+    reported in the log and a child serves instead."""
     if not _ACTIVE:
         validator: Validator | None = None
         if run_dir and idle_s > 0:
