@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pymupdf
-
 from civicsetu_pipelines.ingest.inspection import inspect_pdf
 from civicsetu_pipelines.ingest.pages import known_word_share, parse_pdf
-from civicsetu_pipelines_tests.pdfgen import wrap
+from civicsetu_pipelines_tests.pdfgen import Line, ocr_layered_pdf, scanned_pdf, wrap
 
 TITLES = [
     "Short title and commencement",
@@ -96,7 +96,6 @@ CLAUSES = [
     "documents for a period of five years from the date of the transaction.",
 ]
 
-PAGE_W, PAGE_H = 595.0, 842.0
 TITLE_X, TITLE_W = 40.0, 92.0  # the margin column of titles
 NUMBER_X = 138.0  # the hanging numbers' column
 BODY_X, BODY_W = 162.0, 385.0
@@ -105,19 +104,18 @@ SIZE, TITLE_SIZE = 10.0, 8.0
 STEP = SIZE * 1.45
 
 
-def gazette(rules: int, seed: int) -> list[list[tuple[str, float, float, float, str]]]:
-    """The printed pages: ``(text, x, y_top, size, column)`` lines, column ``number``,
-    ``title``, ``body`` or ``head``."""
+def gazette(rules: int, seed: int) -> list[list[Line]]:
+    """The printed pages: ``(text, x, y_top, size, bold)`` lines (:mod:`pdfgen`'s)."""
     rng = random.Random(seed)
-    pages: list[list[tuple[str, float, float, float, str]]] = []
-    page: list[tuple[str, float, float, float, str]] = []
+    pages: list[list[Line]] = []
+    page: list[Line] = []
     y = TOP
 
     def new_page() -> None:
         nonlocal page, y
         if page:
             pages.append(page)
-        page = [(f"THE STATE GAZETTE, EXTRAORDINARY  {len(pages) + 1}", 200.0, 52.0, 9.0, "head")]
+        page = [(f"THE STATE GAZETTE, EXTRAORDINARY  {len(pages) + 1}", 200.0, 52.0, 9.0, False)]
         y = TOP
 
     new_page()
@@ -132,37 +130,42 @@ def gazette(rules: int, seed: int) -> list[list[tuple[str, float, float, float, 
         height = max(len(body) * STEP, len(title_lines) * TITLE_SIZE * 1.3) + STEP * 0.6
         if y + height > BOTTOM:
             new_page()
-        page.append((f"{number}.", NUMBER_X, y, SIZE, "number"))
+        page.append((f"{number}.", NUMBER_X, y, SIZE, False))
         for i, line in enumerate(title_lines):
-            page.append((line, TITLE_X, y + i * TITLE_SIZE * 1.3, TITLE_SIZE, "title"))
+            page.append((line, TITLE_X, y + i * TITLE_SIZE * 1.3, TITLE_SIZE, False))
         for i, line in enumerate(body):
-            page.append((line, BODY_X, y + i * STEP, SIZE, "body"))
+            page.append((line, BODY_X, y + i * STEP, SIZE, False))
         y += height
     pages.append(page)
     return pages
 
 
-def poor(line: str, column: str, rng: random.Random) -> str | None:
-    """How the other OCR read a printed line: the hanging numbers' column never read, some
-    sub-rule numbers misread; the rest as printed."""
-    if column == "number":
-        return None
-    if column == "body" and line.startswith("(4)") and rng.random() < 0.8:
-        return "(a)" + line[3:]
-    if column == "body" and line.startswith("(1)") and rng.random() < 0.5:
-        return "(l)" + line[3:]
-    return line
+_HANGING = re.compile(r"\d{1,3}\.")
 
 
-def write(path: Path, pages: list[list[tuple[str, float, float, float, str]]],
-          layer: str, seed: int) -> Path:  # fmt: skip
-    """Print, scan and lay a text layer over it: ``layer`` is ``poor``, ``sound`` or ``none``."""
-    rng = random.Random(seed)
-    read = [[(text if layer == "sound" else poor(text, column, rng) if layer == "poor" else None,
-              x, y, size, column) for text, x, y, size, column in page]
-            for page in pages]  # fmt: skip
-    _scan(path, pages, [[line for line in page if line[0]] for page in read])  # type: ignore[misc]
-    return path
+def poor(rng: random.Random) -> Callable[[str], str | None]:
+    """How the other OCR read each printed line: the hanging numbers' column never read (a line
+    that is a number alone), some sub-rule numbers misread; the rest as printed."""
+
+    def read(line: str) -> str | None:
+        if _HANGING.fullmatch(line.strip()):
+            return None
+        if line.startswith("(4)") and rng.random() < 0.8:
+            return "(a)" + line[3:]
+        if line.startswith("(1)") and rng.random() < 0.5:
+            return "(l)" + line[3:]
+        return line
+
+    return read
+
+
+def write(path: Path, pages: list[list[Line]], layer: str, seed: int) -> Path:
+    """Print, scan and lay a text layer over it: ``layer`` is ``poor``, ``sound`` or ``none``
+    (:func:`~civicsetu_pipelines_tests.pdfgen.ocr_layered_pdf`, ``scanned_pdf``, at 200 dpi)."""
+    if layer == "none":
+        return scanned_pdf(path, pages, dpi=200)
+    read = poor(random.Random(seed)) if layer == "poor" else (lambda line: line)
+    return ocr_layered_pdf(path, pages, read)
 
 
 def served(report: dict[str, Any], rules: int) -> tuple[int, int]:
@@ -198,13 +201,13 @@ PARAGRAPH = ("The complainants booked an apartment in the project of the respond
 _CONFUSIONS = (("m", "rn"), ("e", "c"), ("l", "1"), ("h", "b"), ("o", "0"), ("a", "o"))
 
 
-def order_pages(paragraphs: int = 9) -> list[list[tuple[str, float, float, float, str]]]:
+def order_pages(paragraphs: int = 9) -> list[list[Line]]:
     """An authority's order: its heading, then numbered paragraphs in one column."""
-    pages: list[list[tuple[str, float, float, float, str]]] = []
-    page: list[tuple[str, float, float, float, str]] = []
+    pages: list[list[Line]] = []
+    page: list[Line] = []
     y = TOP
     for line in ORDER:
-        page.append((line, 72.0, y, SIZE, "head"))
+        page.append((line, 72.0, y, SIZE, False))
         y += STEP
     for n in range(1, paragraphs + 1):
         lines = wrap(f"{n}. {PARAGRAPH}", 450.0, SIZE)
@@ -212,7 +215,7 @@ def order_pages(paragraphs: int = 9) -> list[list[tuple[str, float, float, float
             pages.append(page)
             page, y = [], TOP
         for line in lines:
-            page.append((line, 72.0, y, SIZE, "body"))
+            page.append((line, 72.0, y, SIZE, False))
             y += STEP
         y += STEP * 0.5
     pages.append(page)
@@ -233,47 +236,21 @@ def misread(line: str, rng: random.Random, rate: float = 0.35) -> str:
 def order_bench(out: Path, seed: int) -> None:
     rng = random.Random(seed)
     pages = order_pages()
-    printed = [[(text, x, y, size, "body" if column == "body" else column)
-                for text, x, y, size, column in page] for page in pages]  # fmt: skip
-    layered = [[(misread(text, rng), x, y, size, "sound") for text, x, y, size, _ in page]
-               for page in printed]  # fmt: skip
-    path = out / "order_poor_layer.pdf"
-    _scan(path, printed, layered)
-    layer_text = "\n".join(t for page in layered for t, *_ in page)
+    read: list[str] = []  # the layer, as the OCR read it
+
+    def layer(line: str) -> str:
+        read.append(misread(line, rng))
+        return read[-1]
+
+    path = ocr_layered_pdf(out / "order_poor_layer.pdf", pages, layer)
     started = time.perf_counter()
     parsed = parse_pdf("order", path)
     seconds = time.perf_counter() - started
     served = "\n".join(p.text for p in parsed)
     verdicts = [f for p in parsed for f in p.flags if f.startswith(("text_layer", "ocr"))]
-    before, after = known_word_share(layer_text), known_word_share(served)
+    before, after = known_word_share("\n".join(read)), known_word_share(served)
     print(f"an order of {len(pages)} pages under a poor layer: the layer {before:.2f} English "
           f"words, served {after:.2f} ({seconds:.1f} s; {sorted(set(verdicts))})")  # fmt: skip
-
-
-def _scan(path: Path, printed: list[list[tuple[str, float, float, float, str]]],
-          layer: list[list[tuple[str, float, float, float, str]]]) -> None:  # fmt: skip
-    """``printed`` set in type, scanned, with ``layer``'s lines written invisibly over it."""
-    font = pymupdf.Font("helv")
-    source = pymupdf.open()
-    for lines in printed:
-        page = source.new_page(width=PAGE_W, height=PAGE_H)
-        writer = pymupdf.TextWriter(page.rect)
-        for text, x, top, size, _ in lines:
-            writer.append(pymupdf.Point(x, top + size * font.ascender), text, font=font,
-                          fontsize=size)  # fmt: skip
-        writer.write_text(page)
-    scanned = pymupdf.open()
-    for original, lines in zip(source, layer, strict=True):
-        scan = scanned.new_page(width=PAGE_W, height=PAGE_H)
-        image = original.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
-        scan.insert_image(scan.rect, pixmap=image)
-        for text, x, top, size, _ in lines:
-            if text:
-                scan.insert_text(pymupdf.Point(x, top + size * font.ascender), text,
-                                 fontsize=size, render_mode=3)  # fmt: skip
-    scanned.save(path, deflate=True)
-    source.close()
-    scanned.close()
 
 
 def main() -> None:
