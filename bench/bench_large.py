@@ -297,11 +297,12 @@ def finish(state: Path, *, keep: bool) -> None:
     for proc in RUNNING:
         proc.terminate()
         proc.wait()
+    from civicsetu_pipelines.base import run_dir
     from civicsetu_pipelines.ingest.quality_service import stop_shared_validators
     from civicsetu_pipelines.store.database import EmbeddedPostgres
 
     EmbeddedPostgres(state).stop()
-    stop_shared_validators(state / "run")
+    stop_shared_validators(run_dir(state))
     if not keep:
         shutil.rmtree(state, ignore_errors=True)
     else:

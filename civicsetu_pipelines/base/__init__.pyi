@@ -79,4 +79,5 @@ from .settings import (
     parse_cache_dir as parse_cache_dir,
     pdf_cache_dir as pdf_cache_dir,
     reports_dir as reports_dir,
+    run_dir as run_dir,
 )

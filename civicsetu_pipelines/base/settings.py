@@ -150,7 +150,7 @@ class Settings:
     @property
     def run_dir(self) -> Path:
         """The state's running services: pid files, sockets and their logs."""
-        return self.state_dir / "run"
+        return run_dir(self.state_dir)
 
     @property
     def parse_cache(self) -> Path:
@@ -202,6 +202,12 @@ class Settings:
 def pdf_cache_dir(state_dir: Path | str) -> Path:
     """Verified PDFs by sha256."""
     return Path(state_dir) / "storage" / "pdfs"
+
+
+def run_dir(state_dir: Path | str) -> Path:
+    """The state's running services (Postgres's lock, Redis, the workers, the shared checks'
+    validator): their pid files, sockets and logs."""
+    return Path(state_dir) / "run"
 
 
 def reports_dir(state_dir: Path | str) -> Path:

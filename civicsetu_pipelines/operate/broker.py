@@ -24,6 +24,7 @@ from civicsetu_pipelines.base import (
     Settings,
     env_value,
     process_alive,
+    run_dir,
     write_atomic,
 )
 
@@ -74,7 +75,7 @@ class EmbeddedRedis:
 
     @property
     def record(self) -> Path:
-        return self.state_dir / "run" / "redis.json"
+        return run_dir(self.state_dir) / "redis.json"
 
     def url(self) -> str | None:
         """The URL of the running server, or None when none runs for this state directory."""

@@ -169,7 +169,7 @@ class WorkerRecord:
 
 
 def record_path(settings: Settings) -> Path:
-    return settings.state_dir / "run" / "workers.json"
+    return settings.run_dir / "workers.json"
 
 
 def log_dir(settings: Settings) -> Path:

@@ -50,7 +50,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 from psycopg import sql
 
-from civicsetu_pipelines.base import REPO_ROOT, Settings, process_exists
+from civicsetu_pipelines.base import REPO_ROOT, Settings, process_exists, run_dir
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ class EmbeddedPostgres:
     def __init__(self, state_dir: Path | str) -> None:
         self.state_dir = Path(state_dir).expanduser().resolve()
         self.data_dir = self.state_dir / "pgdata"
-        self.runtime_dir = self.state_dir / "run"
+        self.runtime_dir = run_dir(self.state_dir)
         self.log_file = self.data_dir / "log"
         self._lock_file = self.runtime_dir / "embedded-postgres.lock"
 
