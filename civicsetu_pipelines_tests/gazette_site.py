@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-SLOW_SECONDS = 2.0  # the slow handler answers after this
+SLOW_SECONDS = 6.0  # the slow handler answers after this (a test's timeout is shorter)
 
 
 class _Handler(SimpleHTTPRequestHandler):
