@@ -220,7 +220,8 @@ class QueryEngine:
             return self._compare(asked, scope or [], timer, since)
         found, since = self._retriever.find(query, scope, as_of, timer, since)
         ranked, since = rank(query, found.candidates, self.reranker, asked.k,
-                             (found.diversity, found.per_document), timer, since)  # fmt: skip
+                             (found.diversity, found.per_document), timer, since,
+                             found.weights)  # fmt: skip
         decision = decide(asked, scope, found.resolutions, ranked.served, ranked.candidates,
                           functools.partial(absent_terms, self._conn), self.distances,
                           self.jurisdictions)  # fmt: skip
@@ -288,7 +289,8 @@ class QueryEngine:
         for state in states:
             found, since = self._retriever.find(query, [state], as_of, timer, since, [])
             ranked, since = rank(query, found.candidates, self.reranker, per_state,
-                                 (found.diversity, found.per_document), timer, since)  # fmt: skip
+                                 (found.diversity, found.per_document), timer, since,
+                                 found.weights)  # fmt: skip
             comparison.add(state, ranked.served, self._retriever.unknown_terms,
                            ranked.candidates)  # fmt: skip
         timer.stage("answer", since)

@@ -4,12 +4,15 @@ Pure domain code (no Dagster, no database). A :class:`Candidate` is a unit that 
 question, with the ranks each retriever gave it, its score and its parts; retrieval makes them,
 ranking orders them (:class:`GaveWay`: why diversity moved one), the verdict weighs them and the
 answer quotes them. :func:`search_terms`, :func:`scoring_terms` and :func:`term_overlap` are the
-question's words as every stage reads them; :func:`unit_summary` is a unit as a result lists it.
+question's words as every stage reads them (:class:`TermWeights`: how rare each is among the
+units searched, read by retrieval and weighed by ranking); :func:`unit_summary` is a unit as a
+result lists it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +68,33 @@ class GaveWay:
         return f"gave way to {self.unit}: at most {self.cap} units of one {self.rule}"
 
 
+@dataclass(frozen=True)
+class TermWeights:
+    """How rare each of a question's words is among the units its search reads (the current
+    units of the jurisdictions searched, in force on its date), for Okapi BM25: ``units`` in
+    scope, ``frequency`` (lexeme -> units holding it) and each word's ``lexemes`` (Postgres'
+    English stemming, as the full-text index has them). Read once per question by the
+    retrieval stage (``retrieval.term_weights``); a word found in every unit weighs little, a
+    word of one section much ("seal" against "Real Estate Appellate Tribunal")."""
+
+    units: int
+    frequency: Mapping[str, int]
+    lexemes: Mapping[str, tuple[str, ...]]
+
+    def idf(self, lexeme: str) -> float:
+        """BM25's inverse document frequency of ``lexeme``, never below 0 (the +1 form)."""
+        held = self.frequency.get(lexeme, 0)
+        return math.log((self.units - held + 0.5) / (held + 0.5) + 1.0)
+
+    def of(self, term: str) -> float:
+        """A word's weight: the idf of its rarest lexeme (its Snowball stem when it was not
+        looked up); 0 for a word of stop words alone."""
+        lexemes = self.lexemes.get(term)
+        if lexemes is None:
+            lexemes = self.lexemes.get(term.lower(), (stem(term),))
+        return max((self.idf(lexeme) for lexeme in lexemes), default=0.0)
+
+
 def search_terms(query: Query) -> list[str]:
     """The question's terms followed by the statute's words for its lay terms (no duplicates,
     order kept): what full-text search looks for."""
@@ -82,21 +112,30 @@ def scoring_terms(query: Query) -> list[str]:
     return own + list(query.lay_terms)
 
 
-def term_overlap(terms: Iterable[str], text: str | None) -> float:
+def term_overlap(
+    terms: Iterable[str], text: str | None, weights: TermWeights | None = None
+) -> float:
     """Share of the question's terms present in ``text``, on Snowball stems; a lay term is
-    present when one of the statute's words for it is (a phrase: all its words but glue)."""
+    present when one of the statute's words for it is (a phrase: all its words but glue). With
+    ``weights``, each term counts by its weight (a rare word more than a common one); without,
+    each counts once."""
     have = stems(text or "")
     wanted = list(dict.fromkeys(t.lower() for t in terms if t))
     if not wanted:
         return 0.0
     vocabulary = load_vocabulary()
-    found = sum(
-        1 for t in wanted
-        if stem(t) in have
-        or all(s in have for s in content_stems(t))
-        or any(all(s in have for s in content_stems(legal)) for legal in vocabulary.legal_for(t))
-    )  # fmt: skip
-    return found / len(wanted)
+    total = found = 0.0
+    for t in wanted:
+        weight = 1.0 if weights is None else weights.of(t)
+        total += weight
+        legal = vocabulary.legal_for(t)
+        if (
+            stem(t) in have
+            or all(s in have for s in content_stems(t))
+            or any(all(s in have for s in content_stems(words)) for words in legal)
+        ):
+            found += weight
+    return found / total if total else 0.0
 
 
 def unit_summary(c: Candidate) -> dict[str, Any]:

@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from civicsetu_pipelines.answer.candidates import Candidate, GaveWay, scoring_terms, term_overlap
+from civicsetu_pipelines.answer.candidates import (
+    Candidate,
+    GaveWay,
+    TermWeights,
+    scoring_terms,
+    term_overlap,
+)
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.timing import Timer
@@ -31,7 +37,9 @@ from civicsetu_pipelines.ingest import authority_of
 class Reranker(Protocol):
     name: str
 
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]: ...
+    def rerank(
+        self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
+    ) -> list[Candidate]: ...
 
 
 # The prior that legal authority adds to a unit's score (data/kinds.yaml, ``authority``):
@@ -47,6 +55,8 @@ class DeterministicReranker:
     """The default: fused rank, exact reference matches, title and text term matches.
 
     score = fused / max_fused + 1.0 * exact + 0.35 * title overlap + 0.25 * text overlap
+            (each overlap the share of the question's words present, a word weighed by its
+             rarity among the units searched when retrieval read it: ``TermWeights``)
             + authority prior (AUTHORITY_WEIGHT x the unit's strength in the order of legal
               force: the Act 1.0, rules 0.83, ... FAQ 0.17, forms and model agreements 0)
             - 0.15 for a unit only reached by expansion
@@ -61,11 +71,13 @@ class DeterministicReranker:
 
     name: str = "deterministic"
 
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
+    def rerank(
+        self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
+    ) -> list[Candidate]:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
         terms = scoring_terms(query)
         for c in candidates:
-            c.why = hand_parts(candidate_features(query, c, top, terms))
+            c.why = hand_parts(candidate_features(query, c, top, terms, weights))
             c.score = sum(c.why.values())
         return sorted(candidates, key=lambda c: (-c.score, c.chunk_id))
 
@@ -82,13 +94,17 @@ FEATURES = ("fused", "exact", "title", "text", "authority", "expanded_only", *IN
 
 
 def candidate_features(
-    query: Query, c: Candidate, top: float | None = None, terms: Sequence[str] | None = None
+    query: Query,
+    c: Candidate,
+    top: float | None = None,
+    terms: Sequence[str] | None = None,
+    weights: TermWeights | None = None,
 ) -> dict[str, float]:
     """The candidate's features, unweighted, by name (:data:`FEATURES`): its fused rank over
     the best (``top``), an exact reference, the share of the question's terms in its title and
-    in its text, its authority, expansion alone, each intent it answers (0/1), its reciprocal
-    rank in each retriever, its closeness to the question (1 - cosine distance) and how it was
-    reached."""
+    in its text (each term by its ``weights``, when given), its authority, expansion alone,
+    each intent it answers (0/1), its reciprocal rank in each retriever, its closeness to the
+    question (1 - cosine distance) and how it was reached."""
     terms = scoring_terms(query) if terms is None else terms
     authority = authority_of(
         str(c.row.get("doc_type") or ""), str(c.row.get("unit")), query.asks_about
@@ -96,8 +112,8 @@ def candidate_features(
     out = {
         "fused": c.fused / (top or 1.0),
         "exact": 1.0 if c.exact else 0.0,
-        "title": term_overlap(terms, f"{c.row.get('title') or ''} {c.label}"),
-        "text": term_overlap(terms, c.row.get("text")),
+        "title": term_overlap(terms, f"{c.row.get('title') or ''} {c.label}", weights),
+        "text": term_overlap(terms, c.row.get("text"), weights),
         "authority": authority.strength,
         "expanded_only": 1.0 if c.via and not c.ranks else 0.0,
         **_intents(query, c),
@@ -184,11 +200,13 @@ class LinearReranker:
     output: str = "probability"
     name: str = "learned"
 
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
+    def rerank(
+        self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
+    ) -> list[Candidate]:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
         terms = scoring_terms(query)
         for c in candidates:
-            f = candidate_features(query, c, top, terms)
+            f = candidate_features(query, c, top, terms, weights)
             c.why = {name: w * f[name] for name, w in self.weights.items() if name in f}
             c.why["intercept"] = self.intercept
             total = sum(c.why.values())
@@ -253,7 +271,9 @@ class CrossEncoderReranker:
     name: str = "cross-encoder"
     _model: Any = None
 
-    def rerank(self, query: Query, candidates: list[Candidate]) -> list[Candidate]:
+    def rerank(
+        self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
+    ) -> list[Candidate]:
         if self._model is None:
             from sentence_transformers import CrossEncoder
 
@@ -363,11 +383,13 @@ def rank(
     diversity: tuple[str, int],
     timer: Timer,
     since: float,
+    weights: TermWeights | None = None,
 ) -> tuple[Ranked, float]:
-    """The ranking stage of one question: ``candidates`` scored and ordered by ``reranker``,
-    then the ``k`` served under ``diversity`` (rule, cap per document or provision:
-    :func:`diversify`); and the time the stage ended."""
-    ordered = reranker.rerank(query, candidates)
+    """The ranking stage of one question: ``candidates`` scored and ordered by ``reranker``
+    (its words weighed by ``weights``, what retrieval read of them), then the ``k`` served
+    under ``diversity`` (rule, cap per document or provision: :func:`diversify`); and the time
+    the stage ended."""
+    ordered = reranker.rerank(query, candidates, weights)
     since = timer.stage("rerank", since)
     rule, per_document = diversity
     served = diversify(ordered, k, per_document, rule)

@@ -9,11 +9,12 @@ on the caller's :class:`~civicsetu_pipelines.answer.timing.Timer`:
    directly to their unit (the finest existing one) in the right jurisdiction and document;
 2. pgvector cosine top-N (through the HNSW index, ``ef_search`` a setting, iterative scans
    keeping filtered queries full; exact for a filter on jurisdictions with few rows) and
-   Postgres full text (``websearch_to_tsquery`` over the question's terms joined with ``or``,
-   so long questions still match), for the question as asked and, when it holds lay
-   terms, for its reformulation in the statute's words (``data/vocabulary.yaml``) and for the
-   statute's phrases alone ("fails to complete or is unable to give possession"), all fused by
-   reciprocal rank fusion (k = 60);
+   full text ranked by Okapi BM25 over the full-text index's lexemes (each word weighed by its
+   rarity among the units searched, :func:`term_weights`; a unit holding any word matches, so
+   long questions still match), for the question as asked and, when it holds lay terms, for
+   its reformulation in the statute's words (``data/vocabulary.yaml``), and the statute's
+   phrases alone matched as phrases ("fails to complete or is unable to give possession"), all
+   fused by reciprocal rank fusion (k = 60);
 3. family expansion (parent and sibling units of the strongest hits) and, for questions about
    cross-references, penalties or how a rule implements the Act, graph expansion through
    REFERENCES and DERIVED_FROM edges (depth <= 2).
@@ -34,7 +35,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from civicsetu_pipelines.answer.candidates import Candidate, search_terms
+from civicsetu_pipelines.answer.candidates import (
+    Candidate,
+    TermWeights,
+    scoring_terms,
+    search_terms,
+)
 from civicsetu_pipelines.answer.legal_references import ExplicitReference
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
@@ -49,9 +55,16 @@ from civicsetu_pipelines.store import (
     prepare,
 )
 
-# ts_rank_cd's normalization: 1 divides the rank by 1 + log(length), so a long model agreement
-# that repeats a word does not outrank the short section that governs.
+# ts_rank_cd's normalization (the statute's phrases): 1 divides the rank by 1 + log(length), so
+# a long model agreement that repeats a word does not outrank the short section that governs.
 RANK_NORMALIZATION = 1
+# Okapi BM25's constants at their textbook values (Robertson and Zaragoza, 2009), not tuned
+# here: k1 how soon a word's repeats stop counting, b how far a unit's length discounts them.
+# ts_rank_cd weighed every word alike, so a question about the seal of a State's Appellate
+# Tribunal found the Act's sections that repeat "Real Estate Appellate Tribunal" and never the
+# regulation on the seal (dev: governing MRR 0.733 -> 0.80; BENCHMARKS.md "Words weighed").
+BM25_K1 = 1.2
+BM25_B = 0.75
 GRAPH_INTENTS = frozenset({"cross_reference", "penalty", "implementation"})
 
 _COLUMNS = (
@@ -208,6 +221,90 @@ def fulltext_candidates(
     )
     with conn.cursor() as cur:
         cur.execute(query, (RANK_NORMALIZATION, text, *values, int(limit)))
+        return _rows(cur)
+
+
+_LEXEMES = (
+    "SELECT t, coalesce((SELECT array_agg(DISTINCT u.lexeme ORDER BY u.lexeme) "
+    "FROM unnest(to_tsvector('english', t)) u), '{}') FROM unnest(%s::text[]) t"
+)
+
+
+def _quoted(lexeme: str) -> str:
+    """``lexeme`` as a tsquery operand (text): quoted, so it is matched as it is and never
+    stemmed or parsed again."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+_WEIGHTS = (
+    "SELECT n.units, x.lexeme, (SELECT count(*) FROM legal_chunks c WHERE c.tsv @@ "
+    "x.operand::tsquery AND {where}) FROM (SELECT count(*) AS units FROM legal_chunks c "
+    "WHERE {where}) n LEFT JOIN LATERAL unnest(%s::text[], %s::text[]) x(lexeme, operand) ON true"
+)
+
+
+def term_weights(
+    conn: psycopg.Connection[Any],
+    terms: Sequence[str],
+    *,
+    jurisdictions: Sequence[str] | None = None,
+    as_of: dt.date | None = None,
+) -> TermWeights:
+    """What BM25 weighs ``terms`` by among the units a search of ``jurisdictions`` (all when
+    empty) on ``as_of`` reads: their number and how many hold each of the terms' lexemes (two
+    statements: the lexemes, then the counts, each lexeme's through the full-text index). Read
+    within the search's own scope, so an answer depends on the jurisdictions it searched and
+    on no other (the evaluation's memo keeps answers by them)."""
+    wanted = list(dict.fromkeys(t for t in terms if t))
+    with conn.cursor() as cur:
+        cur.execute(_LEXEMES, (wanted,))
+        lexemes = {str(t).lower(): tuple(str(x) for x in found) for t, found in cur.fetchall()}
+        every = sorted({x for found in lexemes.values() for x in found})
+        where, values = chunk_filters(jurisdictions, as_of)
+        cur.execute(_WEIGHTS.format(where=where),
+                    (*values, *values, every, [_quoted(x) for x in every]))  # fmt: skip
+        rows = cur.fetchall()
+    units = int(rows[0][0]) if rows else 0
+    frequency = {str(x): int(held) for _, x, held in rows if x is not None}
+    return TermWeights(units, frequency, lexemes)
+
+
+def bm25_candidates(
+    conn: psycopg.Connection[Any],
+    terms: Sequence[str],
+    weights: TermWeights,
+    limit: int,
+    *,
+    jurisdictions: Sequence[str] | None = None,
+    as_of: dt.date | None = None,
+) -> list[dict[str, Any]]:
+    """Top ``limit`` units holding any of ``terms``' lexemes, by Okapi BM25: each lexeme's idf
+    (``weights``) times its saturated count in the unit (a label or title word counts as a
+    text word), the count discounted by the unit's length against the mean length of the
+    units found (:data:`BM25_K1`, :data:`BM25_B`). A word the scope never holds adds nothing.
+    Each unit's counts of the question's lexemes alone are read (``setweight`` marks them,
+    ``ts_filter`` keeps them: a third of the time of reading every lexeme)."""
+    lexemes = sorted({x for t in terms for x in weights.lexemes.get(t.lower(), ())})
+    lexemes = [x for x in lexemes if weights.frequency.get(x)]
+    if not lexemes:
+        return []
+    where, values = chunk_filters(jurisdictions, as_of)
+    query = (
+        "WITH q(lexeme, idf) AS (SELECT * FROM unnest(%s::text[], %s::float8[])), "
+        "hit AS (SELECT c.chunk_id, c.tsv, length(c.tsv) AS dl, avg(length(c.tsv)) OVER () "
+        f"AS mean FROM legal_chunks c WHERE c.tsv @@ %s::tsquery AND {where}), "
+        "s AS (SELECT h.chunk_id, sum(q.idf * u.tf * (%s + 1) / (u.tf + %s * (1 - %s + %s * "
+        "h.dl / h.mean))) AS rank FROM hit h, LATERAL (SELECT lexeme, cardinality(positions) "
+        "AS tf FROM unnest(ts_filter(setweight(h.tsv, 'A', %s::text[]), '{a}'))) u "
+        "JOIN q ON q.lexeme = u.lexeme GROUP BY h.chunk_id ORDER BY rank DESC, h.chunk_id "
+        f"LIMIT %s) SELECT {_COLUMNS}, s.rank {_FROM} JOIN s ON s.chunk_id = c.chunk_id "
+        "ORDER BY s.rank DESC, c.ordinal"
+    )
+    params = (lexemes, [weights.idf(x) for x in lexemes],
+              " | ".join(_quoted(x) for x in lexemes), *values,
+              BM25_K1, BM25_K1, BM25_B, BM25_B, lexemes, int(limit))  # fmt: skip
+    with conn.cursor() as cur:
+        cur.execute(query, params)
         return _rows(cur)
 
 
@@ -397,6 +494,7 @@ class Found:
 
     resolutions: list[ReferenceResolution]  # its explicit references, each to its units
     candidates: list[Candidate]  # every candidate unit, by fused rank
+    weights: TermWeights  # how rare its words are among the units searched (ranking weighs them)
     diversity: str  # the diversity rule its answer is served under (RetrievalSettings)
     per_document: int  # and that rule's cap
 
@@ -467,8 +565,11 @@ class Retriever:
             resolutions = self.resolve(query, scope, as_of)
             since = timer.stage("references", since)
         exact_rows = [row for r in resolutions for row in r.candidates]
-        candidates, since = self.retrieve(query, scope, as_of, exact_rows, timer, since)
-        found = Found(list(resolutions), candidates, self.settings.diversity_for(query),
+        weights = term_weights(self._conn, [*search_terms(query), *scoring_terms(query)],
+                               jurisdictions=scope, as_of=as_of)  # fmt: skip
+        since = timer.stage("weights", since)
+        candidates, since = self.retrieve(query, scope, as_of, exact_rows, weights, timer, since)
+        found = Found(list(resolutions), candidates, weights, self.settings.diversity_for(query),
                       self.settings.per_document)  # fmt: skip
         return found, since
 
@@ -478,13 +579,14 @@ class Retriever:
         scope: Sequence[str] | None,
         as_of: dt.date | None,
         exact_rows: Sequence[Mapping[str, Any]],
+        weights: TermWeights,
         timer: Timer,
         since: float,
     ) -> tuple[list[Candidate], float]:
         """Every candidate unit for ``query``, by fused rank, with ``exact_rows`` (the units its
-        references name) among them and the units the strongest lead to (family, graph); and
-        the time the last step ended. Ranking them is the next stage's
-        (:func:`~civicsetu_pipelines.answer.ranking.rank`)."""
+        references name) among them and the units the strongest lead to (family, graph), the
+        full-text lists ranked by BM25 under ``weights``; and the time the last step ended.
+        Ranking them is the next stage's (:func:`~civicsetu_pipelines.answer.ranking.rank`)."""
         settings = self.settings
         lists: dict[str, Sequence[Mapping[str, Any]]] = {"reference": list(exact_rows)}
         # The question as asked, and (when it holds lay terms) as reformulated in the statute's
@@ -504,8 +606,8 @@ class Retriever:
                 self._conn, vector, settings.candidates, jurisdictions=scope, as_of=as_of
             )
             since = timer.stage("vector", since)
-            lists["fulltext" + suffix] = fulltext_candidates(
-                self._conn, terms, settings.candidates, jurisdictions=scope, as_of=as_of
+            lists["fulltext" + suffix] = bm25_candidates(
+                self._conn, terms, weights, settings.candidates, jurisdictions=scope, as_of=as_of
             )
             since = timer.stage("fulltext", since)
         phrases = [t for t in query.legal_terms if len(t.split()) > 1]

@@ -82,14 +82,16 @@ class _Recorder:
         self.inner = inner
         self.last: list[tuple[list[float], str, str]] | None = None
 
-    def rerank(self, query: Any, candidates: list[Candidate]) -> list[Candidate]:
+    def rerank(
+        self, query: Any, candidates: list[Candidate], weights: Any = None
+    ) -> list[Candidate]:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
         self.last = []
         for c in candidates:
-            f = candidate_features(query, c, top)
+            f = candidate_features(query, c, top, weights=weights)
             self.last.append(([f[name] for name in FEATURES], str(c.row["jurisdiction"]),
                               str(c.row["section_label"])))  # fmt: skip
-        ranked: list[Candidate] = self.inner.rerank(query, candidates)
+        ranked: list[Candidate] = self.inner.rerank(query, candidates, weights)
         return ranked
 
 
