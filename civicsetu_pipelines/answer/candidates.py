@@ -128,11 +128,10 @@ def term_overlap(
     for t in wanted:
         weight = 1.0 if weights is None else weights.of(t)
         total += weight
-        legal = vocabulary.legal_for(t)
         if (
             stem(t) in have
             or all(s in have for s in content_stems(t))
-            or any(all(s in have for s in content_stems(words)) for words in legal)
+            or any(all(s in have for s in content_stems(w)) for w in vocabulary.legal_for(t))
         ):
             found += weight
     return found / total if total else 0.0
