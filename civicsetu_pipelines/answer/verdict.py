@@ -177,7 +177,7 @@ def evidence_refusal(
     query, ranked = evidence.query, evidence.ranked
     if not ranked:
         return refusal("no_relevant_data", "Nothing in the stored corpus matches the question.")
-    verdict = external_verdict(query, evidence.pool)
+    verdict = external_verdict(query, evidence.pool, lambda: evidence.unknown)
     verdict = verdict or evidence.verdict(distances)
     verdict = verdict or state_verdict(query, evidence.pool, stored)
     if verdict is not None:
@@ -359,16 +359,23 @@ def _heading_and_text(row: Mapping[str, Any]) -> str:
     return f"{row.get('title') or ''} {row.get('text') or ''}"
 
 
-def external_verdict(query: Query, ranked: Sequence[Candidate]) -> tuple[str, str] | None:
+def external_verdict(
+    query: Query,
+    ranked: Sequence[Candidate],
+    unknown: Callable[[], Sequence[str]] = lambda: (),
+) -> tuple[str, str] | None:
     """A question about a subject another enactment governs (``data/other_laws.yaml``: stamp
-    duty, GST, income tax, tenancy ...) that none of the best units speaks of is out of scope:
-    refused, naming the enactment."""
+    duty, GST, income tax, tenancy ...) is out of scope, refused naming the enactment, when none
+    of the best units speaks of the subject, or when it asks of a word the stored corpus never
+    holds (``unknown``: "the punishment for murder under the Indian Penal Code": the Act names
+    that Code where it deems the Tribunal's proceedings judicial, and never murder; with words
+    weighed by their rarity such a unit ranks first)."""
     laws = load_other_laws()
     law = laws.subject_of(query.text)
     if law is None or query.references:
         return None
     best = best_by_score(ranked, EXTERNAL_EVIDENCE_UNITS)
-    if any(laws.speaks_of(_heading_and_text(c.row), law) for c in best):
+    if any(laws.speaks_of(_heading_and_text(c.row), law) for c in best) and not unknown():
         return None
     return ("out_of_scope", f"This is a question of {law.subject}, which {law.governed_by} "
             "governs; the stored corpus holds the RERA Act, 2016 and the rules, regulations, "
