@@ -1201,3 +1201,22 @@ def test_reranker_the_named_state_first_else_the_act() -> None:
     assert rule.why["intent"] == STATE_BONUS and act.why.get("intent", 0.0) == 0.0
     DeterministicReranker().rerank(ask("Refund with interest?"), [rule, act])
     assert act.why["intent"] == NATIONAL_BONUS and rule.why.get("intent", 0.0) == 0.0
+
+
+def test_a_unit_naming_another_law_does_not_answer_a_word_the_corpus_lacks() -> None:
+    """The Act names the Indian Penal Code where it deems the Tribunal's proceedings judicial:
+    that unit speaks of the Code, so a question about the Code it answers stays answerable; one
+    that asks of a word the corpus never holds (murder) is refused as another law's."""
+    from civicsetu_pipelines.answer.verdict import external_verdict
+
+    section = cand("53", label="Section 53(5)", score=3.0, text="All proceedings before the "
+                   "Appellate Tribunal shall be deemed to be judicial proceedings within the "
+                   "meaning of section 196 of the Indian Penal Code.")  # fmt: skip
+    query = ask("What is the punishment for murder under the Indian Penal Code?")
+    refused = external_verdict(query, [section], lambda: ["murder"])
+    assert refused is not None and refused[0] == "out_of_scope" and "Penal Code" in refused[1]
+    asked = ask(
+        "Are proceedings before the Appellate Tribunal judicial under the Indian Penal Code?"
+    )
+    assert external_verdict(asked, [section], lambda: []) is None
+    assert external_verdict(asked, [cand("18", score=3.0, text="refund")]) is not None
