@@ -9,6 +9,7 @@ from .answers import (
 )
 from .candidates import (
     Candidate as Candidate,
+    TermWeights as TermWeights,
 )
 from .citations import (
     quote_in as quote_in,

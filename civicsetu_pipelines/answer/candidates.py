@@ -79,7 +79,9 @@ class TermWeights:
 
     units: int
     frequency: Mapping[str, int]
-    lexemes: Mapping[str, tuple[str, ...]]
+    lexemes: Mapping[str, tuple[str, ...]]  # by the word in lower case
+    # each word's weight once worked out: the reranker asks for it twice for every candidate
+    _weight: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     def idf(self, lexeme: str) -> float:
         """BM25's inverse document frequency of ``lexeme``, never below 0 (the +1 form)."""
@@ -89,10 +91,12 @@ class TermWeights:
     def of(self, term: str) -> float:
         """A word's weight: the idf of its rarest lexeme (its Snowball stem when it was not
         looked up); 0 for a word of stop words alone."""
-        lexemes = self.lexemes.get(term)
-        if lexemes is None:
-            lexemes = self.lexemes.get(term.lower(), (stem(term),))
-        return max((self.idf(lexeme) for lexeme in lexemes), default=0.0)
+        word = term.lower()
+        weight = self._weight.get(word)
+        if weight is None:
+            lexemes = self.lexemes.get(word, (stem(word),))
+            weight = self._weight[word] = max(map(self.idf, lexemes), default=0.0)
+        return weight
 
 
 def search_terms(query: Query) -> list[str]:

@@ -26,6 +26,7 @@ from civicsetu_pipelines.answer import (
     LinearReranker,
     QueryEngine,
     QuestionError,
+    TermWeights,
     candidate_features,
 )
 from civicsetu_pipelines.evaluate import ALPHA, ScopedMemo, paired_changes, paired_test, ranking_key
@@ -83,7 +84,7 @@ class _Recorder:
         self.last: list[tuple[list[float], str, str]] | None = None
 
     def rerank(
-        self, query: Any, candidates: list[Candidate], weights: Any = None
+        self, query: Any, candidates: list[Candidate], weights: TermWeights | None = None
     ) -> list[Candidate]:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
         self.last = []
