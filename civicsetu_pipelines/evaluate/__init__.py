@@ -2,7 +2,7 @@
 
 Modules, in the order they build on each other:
 
-* ``metrics`` -- IR metrics (ranx) and ragas metrics
+* ``metrics`` -- IR metrics (trec_eval) and ragas metrics
 * ``significance`` -- bootstrap intervals over questions and paired randomization tests
 * ``identity`` -- what an evaluation was measured on (served rows, ranker, model, k, golden)
 * ``scoring`` -- the golden set, scoring one run, its history in Postgres

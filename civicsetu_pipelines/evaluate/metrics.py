@@ -4,11 +4,12 @@ Pure domain code (no Dagster, no database, no network). One :class:`Judged` is o
 question after the system answered it; the functions here turn a list of them into per-question
 score dicts (``{question id: {metric: value}}``) that :func:`mean_scores` averages.
 
-Retrieval (:func:`retrieval_scores`) is computed with ranx on *binary* relevance: every expected
-top-level unit counts 1, whatever its position in ``expected`` (no graded relevance). ranx compiles
-its metric kernels with numba: the first call in a fresh environment compiles them (tens of
-seconds), later processes load them from numba's on-disk cache (a few seconds), later calls in the
-same process take milliseconds.
+Retrieval (:func:`retrieval_scores`) is computed by trec_eval (``pytrec_eval``, the reference
+implementation of these measures, compiled C: no kernels to compile, milliseconds for a golden
+set) on *binary* relevance: every expected top-level unit counts 1, whatever its position in
+``expected`` (no graded relevance). It replaced ranx, whose numba kernels cost every scoring
+process 5-12 s of compiling (numba's typed containers cannot be cached) and the setup ~45 s of
+one core; on 3,000 random rankings both gave every metric identically (BENCHMARKS.md).
 
 ragas' non-LLM metrics (:func:`ragas_non_llm`): ``NonLLMContextPrecisionWithReference``,
 ``NonLLMContextRecall`` and ``NonLLMStringSimilarity`` (Levenshtein, rapidfuzz), computed by the
@@ -22,11 +23,9 @@ an environment where ragas does not import (``backend="auto"``); a test checks b
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import os
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -89,17 +88,19 @@ def retrieval_scores(
 ) -> dict[str, dict[str, float]]:
     """Per question id: ``hit@k`` for each k, ``recall@5``, ``recall@10``, ``mrr``, ``ndcg@10``.
 
-    Computed with ranx (``Qrels``/``Run``, ``evaluate(..., return_mean=False)``) on binary
-    relevance: each expected unit is relevant (1), everything else is not. Duplicates in
-    ``retrieved`` count once, at their first rank. ``mrr`` is the reciprocal rank of the first
-    relevant unit in the whole ranking (0 when none). A question with no retrieved units scores 0
-    everywhere. Questions that expect a refusal, or have no expected units, are left out.
+    Computed by trec_eval (``pytrec_eval.RelevanceEvaluator``: ``success``, ``recall``,
+    ``recip_rank``, ``ndcg_cut``) on binary relevance: each expected unit is relevant (1),
+    everything else is not. Duplicates in ``retrieved`` count once, at their first rank. ``mrr``
+    is the reciprocal rank of the first relevant unit in the whole ranking (0 when none). A
+    question with no retrieved units scores 0 everywhere. Questions that expect a refusal, or have
+    no expected units, are left out.
     """
     if any(k < 1 for k in ks):
         raise ValueError(f"every k must be >= 1, got {list(ks)}")
     _check_ids(items)
-    names = {f"hit@{k}": f"hit_rate@{k}" for k in ks}
-    names |= {"recall@5": "recall@5", "recall@10": "recall@10", "mrr": "mrr", "ndcg@10": "ndcg@10"}
+    names = {f"hit@{k}": f"success_{k}" for k in ks}
+    names |= {"recall@5": "recall_5", "recall@10": "recall_10", "mrr": "recip_rank",
+              "ndcg@10": "ndcg_cut_10"}  # fmt: skip
     scored = [item for item in items if not item.expect_refusal and item.expected]
     out: dict[str, dict[str, float]] = {item.id: dict.fromkeys(names, 0.0) for item in scored}
     ranked = {item.id: _unique(item.retrieved) for item in scored}
@@ -107,38 +108,21 @@ def retrieval_scores(
     if not ranked:
         return out
 
-    from ranx import Qrels, Run, evaluate
+    import pytrec_eval
 
-    qrels = Qrels(
-        {item.id: dict.fromkeys(_unique(item.expected), 1) for item in scored if item.id in ranked}
-    )
-    # Scores n, n-1, ..., 1 make ranx rank the units exactly in the retrieved order.
-    run = Run(
-        {
-            qid: {label: float(len(labels) - i) for i, label in enumerate(labels)}
-            for qid, labels in ranked.items()
-        }
-    )
-    with warnings.catch_warnings():
-        # ranx's hit_rate kernel casts uint64 -> int64 (NumbaTypeSafetyWarning): harmless here.
-        warnings.simplefilter("ignore")
-        evaluate(qrels, run, list(names.values()), return_mean=False, save_results_in_run=True)
+    qrels = {item.id: dict.fromkeys(_unique(item.expected), 1) for item in scored
+             if item.id in ranked}  # fmt: skip
+    # Scores n, n-1, ..., 1: trec_eval ranks by score (ties by unit id), so exactly in the
+    # retrieved order.
+    run = {qid: {label: float(len(labels) - i) for i, label in enumerate(labels)}
+           for qid, labels in ranked.items()}  # fmt: skip
+    measures = {f"success.{','.join(str(k) for k in sorted(set(ks)))}", "recall.5,10",
+                "recip_rank", "ndcg_cut.10"}  # fmt: skip
+    scores = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
     for qid in ranked:
         for ours, theirs in names.items():
-            out[qid][ours] = float(run.scores[theirs][qid])
+            out[qid][ours] = float(scores[qid][theirs])
     return out
-
-
-def compile_kernels() -> None:
-    """Compile ranx's numba kernels (``@njit(cache=True)``) into their on-disk cache in the
-    installed package, once per install: every later process that scores (an evaluation run, a
-    test worker) then loads them instead of compiling them again, tens of seconds on two cores.
-    ``scripts/setup.sh`` runs it after installing."""
-    item = Judged(id="kernels", expected=("A", "B"), retrieved=("B", "C", "A"),
-                  expect_refusal=False, refused=False, citations_total=0, citations_verbatim=0,
-                  answer="", ground_truth="", contexts=(), reference_contexts=(),
-                  latency_ms=0.0)  # fmt: skip
-    retrieval_scores([item, dataclasses.replace(item, id="kernels-2", retrieved=("A",))])
 
 
 GOVERNING_KS: tuple[int, ...] = (1, 3, 5)
@@ -173,7 +157,7 @@ DIVERSITY_K = 5
 # label) or "JURISDICTION:document_key:Label" (that document's only: Gujarat's three rule sets
 # share rule numbers 1-14). A retrieved unit is scored under the name it answers to among the
 # question's own (:func:`scored_name`), else under its full name, which no golden name equals
-# unless it names that document; ranx and the governing metrics then compare strings.
+# unless it names that document; trec_eval and the governing metrics then compare strings.
 
 DOCUMENT_KEY = re.compile(r"[a-z0-9][a-z0-9_]*")
 

@@ -1,4 +1,4 @@
-"""Evaluation metrics (pure, no database): retrieval scores from ranx on hand-computed cases,
+"""Evaluation metrics (pure, no database): retrieval scores from trec_eval on hand-computed cases,
 refusals, citation validity, and ragas' non-LLM metrics offline."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ ALL_METRICS = ["hit@1", "hit@3", "hit@5", "hit@10", "recall@5", "recall@10", "mr
 
 @pytest.fixture(scope="module")
 def scores() -> dict[str, dict[str, float]]:
-    """One ranx call for the module (its first call compiles numba kernels)."""
+    """One trec_eval call for the module."""
     items = [
         ONE,
         TWO,
@@ -121,7 +121,7 @@ def test_retrieval_excludes_refusals_and_unlabelled(scores: dict[str, dict[str, 
 
 
 def test_retrieval_custom_ks_and_all_empty() -> None:
-    # No ranx call at all when nothing was retrieved.
+    # No trec_eval call at all when nothing was retrieved.
     out = retrieval_scores([judged("e", (A,), ())], ks=(2,))
     assert out == {"e": {"hit@2": 0.0, "recall@5": 0.0, "recall@10": 0.0, "mrr": 0.0,
                          "ndcg@10": 0.0}}  # fmt: skip

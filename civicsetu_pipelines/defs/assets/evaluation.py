@@ -168,7 +168,7 @@ def golden_eval_scores(
 ) -> dg.MaterializeResult:
     """The golden questions of this jurisdiction (the golden file: ``CIVICSETU_GOLDEN``, else
     data/golden.jsonl), answered from the stores and scored: hit@k, recall@5/@10, MRR,
-    nDCG@10 (ranx), citation validity, refusal correctness, latency and the non-LLM RAGAS
+    nDCG@10 (trec_eval), citation validity, refusal correctness, latency and the non-LLM RAGAS
     metrics, each with its 95% interval. One row per run and per question in Postgres
     (eval_runs, eval_questions). The targets are checked once, by golden_eval_all, after every
     partition has loaded: a jurisdiction's few questions, scored while others still load, are
