@@ -251,3 +251,17 @@ def test_the_training_path_on_a_handful_of_questions(corpus_store: Any, tmp_path
                 "SELECT text FROM legal_chunks WHERE chunk_id = %s", (c["chunk_id"],)
             ).fetchone()
             assert quote_in(c["quote"], text), c
+
+
+def test_the_ranker_job_fits_the_variants_its_config_names() -> None:
+    import dagster as dg
+
+    from civicsetu_pipelines.defs.assets.ranking import RankerConfig, _variants
+    from civicsetu_pipelines.rank.train import ALL_BLENDS, ALL_VARIANTS, BLENDS, VARIANTS
+
+    assert _variants(RankerConfig()) == (VARIANTS, BLENDS)
+    assert _variants(RankerConfig(variants="all")) == (ALL_VARIANTS, ALL_BLENDS)
+    quick = _variants(RankerConfig(variants="quick"))
+    assert quick == (VARIANTS[:1], BLENDS[:1]) and len(quick[0]) == len(quick[1]) == 1
+    with pytest.raises(dg.Failure, match="'some'"):
+        _variants(RankerConfig(variants="some"))

@@ -86,14 +86,15 @@ def read_pairs(path: Any) -> list[TrainingQuery]:
 
 
 class RankerConfig(dg.Config):
-    """Which variants a run fits: the default few, or every one (``all``: the pairwise variant
-    and a third blend weight too, about three times the fitting and scoring), on demand; and
+    """Which variants a run fits: the default few, every one (``all``: the pairwise variant and
+    a third blend weight too, about three times the fitting and scoring), on demand, or the
+    first alone with its first blend (``quick``: two fits scored instead of nine); and
     how many of the mined questions it asks and fits on (``mined_every``: every n-th, in the
     order ``training_pairs`` wrote them; a quick look at the job, 907 questions asked being
     most of a cold run's minute and a half). The version covers what was fitted on, so a
     sample's ranker is never mistaken for the whole's."""
 
-    variants: str = Field(default="default", description="default | all")
+    variants: str = Field(default="default", description="default | all | quick")
     mined_every: int = Field(
         default=1, ge=1, description="fit on every n-th mined question (1: every one)"
     )
@@ -102,8 +103,10 @@ class RankerConfig(dg.Config):
 def _variants(config: RankerConfig) -> tuple[tuple[Any, ...], tuple[float, ...]]:
     if config.variants == "all":
         return ALL_VARIANTS, ALL_BLENDS
+    if config.variants == "quick":
+        return VARIANTS[:1], BLENDS[:1]
     if config.variants != "default":
-        raise dg.Failure(f"learned_ranker: variants must be 'default' or 'all', not "
+        raise dg.Failure(f"learned_ranker: variants must be 'default', 'all' or 'quick', not "
                          f"{config.variants!r}")  # fmt: skip
     return VARIANTS, BLENDS
 
