@@ -46,8 +46,10 @@ from civicsetu_pipelines.answer.answers import (
 from civicsetu_pipelines.answer.confidence import (
     CONFIDENCE_YAML,
     FEATURES,
+    MIN_ANSWERS,
     TARGET_PRECISION,
     ConfidenceModel,
+    choose_thresholds,
     evidence_features,
 )
 from civicsetu_pipelines.base.settings import Settings
@@ -61,7 +63,6 @@ from civicsetu_pipelines.store.database import connect, resolve_database_url
 from civicsetu_pipelines.store.embedding import embedding_config_from_env
 
 TOP_K = 10  # as civicsetu eval asks
-MIN_ANSWERS = 30  # dev answers above a threshold, at least
 SEED = 47
 
 
@@ -84,18 +85,6 @@ def read(
         return None, right
     features = evidence_features(evidence.query, evidence.ranked)
     return [features[f] for f in FEATURES], right
-
-
-def threshold(p: np.ndarray, right: np.ndarray, target: float) -> float:
-    """The least probability above which at least MIN_ANSWERS answers are right at least
-    ``target`` of the time (1.0: none)."""
-    order = np.argsort(-p)
-    hits = np.cumsum(right[order])
-    best = 1.0
-    for n in range(MIN_ANSWERS, len(order) + 1):
-        if hits[n - 1] / n >= target and (n == len(order) or p[order[n]] < p[order[n - 1]]):
-            best = float(p[order[n - 1]])
-    return best
 
 
 def scored(p: np.ndarray, right: np.ndarray, answerable: int, cut: float) -> dict[str, Any]:
@@ -151,9 +140,7 @@ def main() -> None:
         return p, np.array(right, dtype=bool), answerable
 
     p_dev, right_dev, n_dev = probabilities("dev")
-    cuts = {level: threshold(p_dev, right_dev, target)
-            for level, target in TARGET_PRECISION.items()}  # fmt: skip
-    cuts["high"] = max(cuts["high"], cuts["medium"])
+    cuts = choose_thresholds(list(p_dev), list(right_dev))
     p_test, right_test, n_test = probabilities("test")
     figures = {
         "dev": scored(p_dev, right_dev, n_dev, cuts["medium"]),

@@ -14,6 +14,9 @@ from .candidates import (
 from .citations import (
     quote_in as quote_in,
 )
+from .confidence import (
+    choose_thresholds as choose_thresholds,
+)
 from .llm import (
     LLMSettings as LLMSettings,
 )

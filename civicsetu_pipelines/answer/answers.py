@@ -38,6 +38,7 @@ import numpy as np
 
 from civicsetu_pipelines.answer.candidates import Candidate
 from civicsetu_pipelines.answer.compose import Comparison, Composer
+from civicsetu_pipelines.answer.confidence import served_confidence
 from civicsetu_pipelines.answer.llm import LLMSettings
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import (
@@ -138,6 +139,7 @@ class QueryEngine:
         self.last_evidence: EvidenceReading | None = None
         self._lock = threading.Lock()
         self.reranker: Reranker = make_reranker(self.settings.cross_encoder, self.settings.ranker)
+        self.confidence_model = served_confidence(self.reranker)
         self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval)
         self._composer = Composer(self._conn, self.settings.llm)
         self.jurisdictions = self._retriever.stored_jurisdictions()
@@ -147,6 +149,7 @@ class QueryEngine:
         """Rank with ``reranker`` from the next question on; returns the one it replaces
         (training records candidates through it; evaluation compares rankers)."""
         previous, self.reranker = self.reranker, reranker
+        self.confidence_model = served_confidence(reranker)
         return previous
 
     def scope_of(self, question: object) -> list[str] | None:
@@ -224,7 +227,7 @@ class QueryEngine:
                              found.weights)  # fmt: skip
         decision = decide(asked, scope, found.resolutions, ranked.served, ranked.candidates,
                           functools.partial(absent_terms, self._conn), self.distances,
-                          self.jurisdictions)  # fmt: skip
+                          self.jurisdictions, self.confidence_model)  # fmt: skip
         self.last_evidence = decision.evidence
         since = timer.stage("verdict", since)
         if decision.refusal is not None:
@@ -251,7 +254,7 @@ class QueryEngine:
             states = []  # every state the table holds
         provisions = stored_provisions(self._conn, states, spec.key)
         units = self._retriever.units([p.chunk_id for p in provisions if p.chunk_id])
-        comparison = Comparison(query, self._composer, self.distances)
+        comparison = Comparison(query, self._composer, self.distances, self.confidence_model)
         for p in provisions:
             row = units.get(p.chunk_id or "")
             unit = Candidate(row, exact=True, via="provisions table") if row else None
@@ -285,7 +288,7 @@ class QueryEngine:
             return refused
         states = [j for j in scope if j != ACT_JURISDICTION]
         per_state = max(2, asked.k // len(states))
-        comparison = Comparison(query, self._composer, self.distances)
+        comparison = Comparison(query, self._composer, self.distances, self.confidence_model)
         for state in states:
             found, since = self._retriever.find(query, [state], as_of, timer, since, [])
             ranked, since = rank(query, found.candidates, self.reranker, per_state,

@@ -28,7 +28,7 @@ from civicsetu_pipelines.answer.candidates import (
     unit_summary,
 )
 from civicsetu_pipelines.answer.citations import quote_in, sentences, split_across_pages
-from civicsetu_pipelines.answer.confidence import LEVELS, confidence
+from civicsetu_pipelines.answer.confidence import LEVELS, ConfidenceModel, confidence
 from civicsetu_pipelines.answer.llm import Evidence, LLMSettings, generate_answer
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.timing import Timer
@@ -248,6 +248,7 @@ class Comparison:
     query: Query
     composer: Composer
     distances: EvidenceDistances
+    confidence_model: ConfidenceModel | None = None  # the served ranking's (None: packaged)
     sides: list[dict[str, Any]] = field(default_factory=list)
     ranked_all: list[Candidate] = field(default_factory=list)
     citations: list[dict[str, Any]] = field(default_factory=list)
@@ -313,7 +314,8 @@ class Comparison:
             for c in side["citations"]:
                 lines.append(f'  {_heading(c)}: "{c["quote"]}" [{c["n"]}]')
         sure = shown_confidence([confidence(query, [c for c in ranked_all
-                                                    if c.row["jurisdiction"] == side])
+                                                    if c.row["jurisdiction"] == side],
+                                            self.confidence_model)
                                  for side in answered_sides], ranked_all)  # fmt: skip
         return answered("\n".join(lines), sure, citations, ranked_all, comparison=sides)
 

@@ -17,6 +17,7 @@ figures); a missing file is an error naming it, never a silent default.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from civicsetu_pipelines.base import DATA_DIR
 CONFIDENCE_YAML = DATA_DIR / "confidence.yaml"
 LEVELS = ("low", "medium", "high")
 TARGET_PRECISION = {"medium": 0.95, "high": 0.98}  # on dev: right this often, at least
+MIN_ANSWERS = 30  # dev answers above a threshold, at least
 FEATURES = ("vector_rr", "fulltext_rr", "distance", "overlap", "score", "lead", "lists")
 FAR = 1.0  # the distance of a unit no vector list ranked
 
@@ -76,6 +78,12 @@ class ConfidenceModel:
             for name, m, s, w in zip(FEATURES, self.means, self.scales, self.weights, strict=True)
         )
         return 1.0 / (1.0 + math.exp(-z))
+
+    def with_thresholds(self, thresholds: Mapping[str, float] | None) -> ConfidenceModel:
+        """The same model with the thresholds chosen under another ranking (None: as is)."""
+        if not thresholds:
+            return self
+        return dataclasses.replace(self, thresholds={k: float(thresholds[k]) for k in LEVELS[1:]})
 
     def level(self, p: float) -> str:
         if p >= self.thresholds["high"]:
@@ -123,13 +131,44 @@ def packaged_model() -> ConfidenceModel:
     return read_model()
 
 
-def confidence(query: Query, ranked: Sequence[Candidate]) -> tuple[str, float]:
+def served_confidence(reranker: object) -> ConfidenceModel:
+    """The confidence model of a ranking: the packaged one, with the thresholds chosen on dev
+    under a promoted learned ranker when it carries them (``confidence_thresholds``)."""
+    return packaged_model().with_thresholds(getattr(reranker, "confidence_thresholds", None))
+
+
+def choose_threshold(p: Sequence[float], right: Sequence[bool], target: float) -> float:
+    """The least probability above which at least :data:`MIN_ANSWERS` answers are right at
+    least ``target`` of the time (1.0: none): ``p`` and ``right`` are the dev half's answers,
+    each answer's probability and whether a governing provision was in its top 3."""
+    order = sorted(range(len(p)), key=lambda i: -p[i])
+    hits, best = 0, 1.0
+    for n, i in enumerate(order, start=1):
+        hits += bool(right[i])
+        last_of_its_value = n == len(order) or p[order[n]] < p[i]
+        if n >= MIN_ANSWERS and hits / n >= target and last_of_its_value:
+            best = float(p[i])
+    return best
+
+
+def choose_thresholds(p: Sequence[float], right: Sequence[bool]) -> dict[str, float]:
+    """Each level's threshold (:data:`TARGET_PRECISION`) chosen on the dev half's answers;
+    ``high`` never below ``medium``."""
+    cuts = {level: choose_threshold(p, right, target) for level, target in TARGET_PRECISION.items()}
+    cuts["high"] = max(cuts["high"], cuts["medium"])
+    return cuts
+
+
+def confidence(
+    query: Query, ranked: Sequence[Candidate], model: ConfidenceModel | None = None
+) -> tuple[str, float]:
     """The level an answer from ``ranked`` is given, and the probability it rests on (1.0 for
-    the unit the question names)."""
+    the unit the question names); ``model``: the one of the ranking served (default: the
+    packaged model, whose thresholds were chosen under the hand-set ranking)."""
     if not ranked:
         return "low", 0.0
     if ranked[0].exact:
         return "high", 1.0
-    model = packaged_model()
+    model = model or packaged_model()
     p = model.probability(evidence_features(query, ranked))
     return model.level(p), p

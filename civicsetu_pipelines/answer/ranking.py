@@ -199,6 +199,9 @@ class LinearReranker:
     # hand-set ranking's scale (a blend of the hand-set score and a learned correction)
     output: str = "probability"
     name: str = "learned"
+    # the confidence thresholds chosen on dev under this ranking when it was promoted (None:
+    # the packaged model's, chosen under the hand-set ranking): answer.confidence
+    confidence_thresholds: dict[str, float] | None = None
 
     def rerank(
         self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
@@ -218,9 +221,12 @@ class LinearReranker:
 
     def payload(self) -> dict[str, Any]:
         """What is saved and checksummed (:func:`save_ranker`)."""
-        return {"features": list(self.weights), "weights": self.weights,
-                "intercept": self.intercept, "version": self.version,
-                "output": self.output}  # fmt: skip
+        payload = {"features": list(self.weights), "weights": self.weights,
+                   "intercept": self.intercept, "version": self.version,
+                   "output": self.output}  # fmt: skip
+        if self.confidence_thresholds:  # absent otherwise: older files keep their checksum
+            payload["confidence_thresholds"] = self.confidence_thresholds
+        return payload
 
 
 class RankerFileError(ValueError):
@@ -258,8 +264,11 @@ def load_ranker(path: Path) -> LinearReranker:
     if unknown:
         raise RankerFileError(f"{path}: features this code does not compute: {unknown}")
     output = str(payload.get("output", "probability"))
+    thresholds = payload.get("confidence_thresholds")
     return LinearReranker(dict(payload["weights"]), float(payload["intercept"]),
-                          str(payload["version"]), output)  # fmt: skip
+                          str(payload["version"]), output,
+                          confidence_thresholds={k: float(v) for k, v in thresholds.items()}
+                          if thresholds else None)  # fmt: skip
 
 
 @dataclass

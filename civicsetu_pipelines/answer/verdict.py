@@ -24,7 +24,7 @@ from civicsetu_pipelines.answer.candidates import (
     term_overlap,
     unit_summary,
 )
-from civicsetu_pipelines.answer.confidence import confidence
+from civicsetu_pipelines.answer.confidence import ConfidenceModel, confidence
 from civicsetu_pipelines.answer.other_laws import load_other_laws
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Asked, Query
@@ -213,11 +213,13 @@ def decide(
     unknown_terms: Callable[[Sequence[str]], list[str]],
     distances: EvidenceDistances,
     stored: Sequence[str],
+    confidence_model: ConfidenceModel | None = None,
 ) -> Decision:
     """The decision stage of one question, after ranking: refused for its references or its
     words (:func:`reference_refusal`), else for its evidence (:func:`evidence_refusal`, read
     from ``served`` and every one of ``candidates``), else answered with the confidence
-    :func:`~civicsetu_pipelines.answer.confidence.confidence` gives the units served."""
+    :func:`~civicsetu_pipelines.answer.confidence.confidence` gives the units served (with
+    ``confidence_model``: the served ranking's; None: the packaged one)."""
     query = asked.query
     refused = reference_refusal(query, resolutions, scope, asked.as_of, comparing=False,
                                 vague=asked.vague)  # fmt: skip
@@ -227,7 +229,9 @@ def decide(
     refused = evidence_refusal(evidence, distances, stored)
     if refused is not None:
         return Decision(refused, evidence)
-    return Decision(None, evidence, confidence(query, served), tuple(notes(resolutions)))
+    return Decision(
+        None, evidence, confidence(query, served, confidence_model), tuple(notes(resolutions))
+    )
 
 
 class EvidenceReading:

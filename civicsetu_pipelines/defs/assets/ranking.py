@@ -1,9 +1,9 @@
 """Ranking assets: training questions mined from the corpus, and the ranker learned from them,
 served only when it wins on the golden dev half (the ``promotion`` check)."""
 
+import dataclasses
 import hashlib
 import json
-import shutil
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -13,6 +13,7 @@ from pydantic import Field
 from civicsetu_pipelines.answer import (
     DeterministicReranker,
     QueryEngine,
+    choose_thresholds,
     load_ranker,
     save_ranker,
 )
@@ -22,6 +23,7 @@ from civicsetu_pipelines.defs.resources import AnswerResource, EmbeddingResource
 from civicsetu_pipelines.evaluate import (
     by_kind_and_split,
     by_split,
+    confidence_answers,
     evaluate,
     golden_sha256,
     load_golden,
@@ -223,8 +225,18 @@ def learned_ranker(
             scored.save()
             context.log.info(f"golden questions: {scored.said()}")
         promoted = ranker_dir / "promoted.json"
+        thresholds = None
         if verdict.promoted:
-            shutil.copyfile(saved, promoted)
+            # the confidence thresholds chosen again under the ranking now served, on dev: the
+            # packaged ones were chosen under the hand-set ranking (issue 47)
+            p, right = confidence_answers([r for r in chosen_rows if r.get("split") == "dev"])
+            thresholds = choose_thresholds(p, right)
+            kept = {k: v for k, v in json.loads(saved.read_text()).items()
+                    if k not in ("ranker", "sha256")}  # fmt: skip
+            served = dataclasses.replace(chosen, confidence_thresholds=thresholds)
+            save_ranker(served, promoted, **kept,
+                        confidence_chosen_on=f"golden dev half: {len(p)} answers")  # fmt: skip
+            context.log.info(f"confidence thresholds under it, chosen on dev: {thresholds}")
         else:
             promoted.unlink(missing_ok=True)
     context.log.info(f"learned ranker {chosen.version}: {verdict.reason}")
@@ -259,6 +271,7 @@ def learned_ranker(
             "paired_tests": dg.MetadataValue.json(verdict.tests),
             "dev_current": dg.MetadataValue.json(current["dev"]),
             "dev_learned": dg.MetadataValue.json(chosen_scores["dev"]),
+            "confidence_thresholds": dg.MetadataValue.json(thresholds or {}),
         },  # fmt: skip
     )
 
