@@ -149,7 +149,11 @@ class SharedValidator(Validator):
         return self._pid
 
     def _last_words(self) -> str:
-        alive = "still running" if process_alive(self._pid) else "gone"
+        # its socket closes as it exits, a moment before the kernel marks it ended
+        deadline = time.monotonic() + _EXIT_WAIT_S
+        while (running := process_alive(self._pid)) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        alive = "still running" if running else "gone"
         try:
             said = _tail(self._log.read_bytes())
         except OSError:

@@ -70,7 +70,7 @@ def served_documents(
                 )
         unserved = [k for k, state in states.items() if state != "served"]
         record_served(conn, jurisdiction, served=served, unserved=unserved,
-                      registered=registered, run_id=context.run_id)  # fmt: skip
+                      registered=registered, run_id=context.run.run_id)  # fmt: skip
     kept = len(registered) - len(processed)
     context.log.info(f"{jurisdiction}: {len(served)} documents processed and served, "
                      f"{len(unserved)} failed or set aside, {kept} left as they were")  # fmt: skip

@@ -70,7 +70,7 @@ def state_provisions(
             read_provisions(conn, jurisdiction, load_matter_specs(), matters, drafts, asides)
             if has_rules else []
         )  # fmt: skip
-        replace_provisions(conn, jurisdiction, provisions, run_id=context.run_id)
+        replace_provisions(conn, jurisdiction, provisions, run_id=context.run.run_id)
         record_set_asides(conn, jurisdiction, "provisions", asides)
     for aside in asides:
         context.log.error(f"{aside.document_key}: its provisions set aside: {aside.reason()}")

@@ -299,7 +299,7 @@ def legal_chunks(
             documents=documents,
             chunks=rows,
             today=today,
-            run_id=context.run_id,
+            run_id=context.run.run_id,
         )
         seconds = time.monotonic() - started
         # After a model switch, superseded rows need vectors of the new model too.
