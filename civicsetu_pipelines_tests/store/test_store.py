@@ -806,7 +806,7 @@ def test_concurrent_loads_of_one_jurisdiction_serialize(store_db: str) -> None:
 
 
 def test_filtered_knn_returns_k_rows_through_the_hnsw_index(store_db: str) -> None:
-    big = synthetic_chunks("doc_big", "BIG", 3000, seed=10)
+    big = synthetic_chunks("doc_big", "BIG", 1500, seed=10)
     small = synthetic_chunks("doc_small", "SMALL", 40, seed=11)
     load(store_db, "BIG", [doc_version("doc_big", "v1")], big)
     load(store_db, "SMALL", [doc_version("doc_small", "v1")], small)
@@ -875,8 +875,8 @@ def test_small_filters_are_searched_exactly(store_db: str, monkeypatch: pytest.M
     monkeypatch.setattr(legal_chunks, "EXACT_SCAN_MAX_ROWS", 1000)
     later = SMALL_EFFECTIVE + dt.timedelta(days=400)
     past = SMALL_EFFECTIVE + dt.timedelta(days=10)
-    big_v1 = synthetic_chunks("doc_big", "BIG", 3000, seed=20)
-    big_v2 = synthetic_chunks("doc_big", "BIG", 500, tag="v2", seed=21)
+    big_v1 = synthetic_chunks("doc_big", "BIG", 1500, seed=20)
+    big_v2 = synthetic_chunks("doc_big", "BIG", 400, tag="v2", seed=21)
     small_v1 = synthetic_chunks("doc_small", "SMALL", 200, seed=22)
     small_v2 = synthetic_chunks("doc_small", "SMALL", 200, tag="v2", seed=23)
     load(store_db, "BIG", [doc_version("doc_big", "v1")], big_v1)
@@ -892,7 +892,7 @@ def test_small_filters_are_searched_exactly(store_db: str, monkeypatch: pytest.M
         conn.execute("ANALYZE legal_chunks")  # the strategy reads the planner's statistics
         prepare_session(conn, 100)
         assert legal_chunks.knn_strategy(conn, ["SMALL"]) == "exact"  # 400 rows, every status
-        assert legal_chunks.knn_strategy(conn, ["BIG"]) == "hnsw"  # 3500 rows
+        assert legal_chunks.knn_strategy(conn, ["BIG"]) == "hnsw"  # 1900 rows
         assert legal_chunks.knn_strategy(conn, ["BIG", "SMALL"]) == "hnsw"
         assert legal_chunks.knn_strategy(conn, ["NOWHERE"]) == "exact"
         assert legal_chunks.knn_strategy(conn, None) == "hnsw"
