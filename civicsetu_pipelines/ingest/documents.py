@@ -21,7 +21,7 @@ from civicsetu_pipelines.base import Settings
 from civicsetu_pipelines.ingest.fetch import FetchError, fetch_document, save_verified
 from civicsetu_pipelines.ingest.legal_structure import build_chunks
 from civicsetu_pipelines.ingest.ocr import reading_ahead, tesseract_identity
-from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, parse_pdf
+from civicsetu_pipelines.ingest.pages import PdfError, open_pdf, pages_without_text, parse_pdf
 from civicsetu_pipelines.ingest.registry import DocumentSpec, PageRangeError
 
 PAGE_JSON_COLUMNS = ("rows", "margin_notes", "removed", "flags")
@@ -247,22 +247,39 @@ def prefetch_parses(
     offline: bool,
     ocr: bool = True,
 ) -> int:
-    """Fetch and parse documents into the caches ahead of their runs; returns how many.
+    """Fetch and parse documents into the caches ahead of their runs; returns how many. The
+    documents with most pages to OCR are parsed first (:func:`scans_first`): their OCR is the
+    longest wait of the runs ahead, and niced it needs the longest start.
 
     Best effort: a document that fails here is left for its run, which reports the failure.
     """
+    fetched = []
+    for spec in specs:
+        try:
+            got = fetch_document(spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache,
+                                 offline=offline)  # fmt: skip
+        except Exception:  # noqa: BLE001 - the run itself reports what went wrong
+            continue
+        fetched.append((spec, got.path, got.sha256))
     done = 0
     with reading_ahead():  # its OCR gives way to the runs' own work
-        for spec in specs:
+        for spec, path, sha256 in scans_first(fetched) if ocr else fetched:
             try:
-                fetched = fetch_document(
-                    spec, mirror_dirs=mirror_dirs, cache_dir=pdf_cache, offline=offline
-                )
-                parse_rows_cached(spec, fetched.path, fetched.sha256, parse_cache, ocr=ocr)
+                parse_rows_cached(spec, path, sha256, parse_cache, ocr=ocr)
                 done += 1
             except Exception:  # noqa: BLE001 - the run itself reports what went wrong
                 continue
     return done
+
+
+def scans_first(
+    fetched: Sequence[tuple[DocumentSpec, Path, str]],
+) -> list[tuple[DocumentSpec, Path, str]]:
+    """``fetched`` (spec, path, sha256) ordered by their pages to OCR, most first
+    (:func:`~civicsetu_pipelines.ingest.pages.pages_without_text`); otherwise as given."""
+    counts = [pages_without_text(path) for _, path, _ in fetched]
+    order = sorted(range(len(fetched)), key=lambda i: -counts[i])
+    return [fetched[i] for i in order]
 
 
 def page_records(frame_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -126,6 +126,17 @@ def _not_pdf_kind(head: bytes) -> str:
     return "" if head.strip() else "an empty file"
 
 
+def pages_without_text(path: Path) -> int:
+    """How many of the PDF's pages have no text layer at all: the pages its parse will OCR, as
+    a cheap count (no page read as the parse reads it), to order work by; 0 when it does not
+    open (its parse reports why)."""
+    try:
+        with pymupdf.open(path) as pdf:
+            return sum(not page.get_text().strip() for page in pdf)
+    except Exception:  # noqa: BLE001 - its parse says what is wrong with it
+        return 0
+
+
 def open_pdf(key: str, path: Path) -> pymupdf.Document:
     """Open and validate a PDF; raise :class:`PdfError` naming ``key`` on any defect, in one
     line naming the file: not a PDF (and what it is), encrypted with a password (one whose user

@@ -8,6 +8,7 @@ import threading
 import time
 from pathlib import Path
 
+import pymupdf
 import pytest
 
 from civicsetu_pipelines.base.settings import DEFAULT_MIRROR
@@ -175,3 +176,36 @@ def test_a_document_held_only_by_the_pdf_store_counts_by_its_pinned_sha256(
     assert held == partition_fingerprint("GUJARAT", registry, [mirror], settings)
     (store / f"{specs[0].sha256}.pdf").unlink()
     assert partition_fingerprint("GUJARAT", registry, [], settings, pdf_store=store) is None
+
+
+def test_the_read_ahead_starts_with_the_documents_most_pages_to_ocr(tmp_path: Path) -> None:
+    """A run's read-ahead (``prefetch_parses``) parses the scans first, most pages to OCR
+    first, the rest as given: their OCR is the longest wait of the runs ahead (the UP Rules'
+    44 scanned pages were read last, in the last partition's order, and waited for)."""
+    from civicsetu_pipelines.ingest import DocumentSpec
+    from civicsetu_pipelines.ingest.documents import scans_first
+    from civicsetu_pipelines.ingest.pages import pages_without_text
+    from civicsetu_pipelines_tests.pdfgen import Para, scanned_pdf, write_pdf
+
+    page = [Para("1. Short title.- These rules may be called the Test Rules, 2020.")]
+    paths = {
+        "text": write_pdf(tmp_path / "text.pdf", [page, page]),
+        "one_scan": scanned_pdf(tmp_path / "one_scan.pdf", [page], dpi=72),
+        "mixed": tmp_path / "mixed.pdf",
+        "three_scans": scanned_pdf(tmp_path / "three_scans.pdf", [page] * 3, dpi=72),
+        "broken": tmp_path / "broken.pdf",
+    }
+    mixed = pymupdf.open(paths["text"])
+    mixed.insert_pdf(pymupdf.open(paths["three_scans"]), from_page=0, to_page=1)
+    mixed.save(paths["mixed"])
+    paths["broken"].write_bytes(b"%PDF-1.4 not really")
+    assert {k: pages_without_text(p) for k, p in paths.items()} == {
+        "text": 0, "one_scan": 1, "mixed": 2, "three_scans": 3, "broken": 0}  # fmt: skip
+    fetched = [
+        (DocumentSpec(key=k, title=k, jurisdiction="GOA", doc_type="rules",
+                      effective_date="2020-01-31", source_url=p.as_uri(), filename=p.name),
+         p, "0" * 64)
+        for k, p in paths.items()
+    ]  # fmt: skip
+    assert [spec.key for spec, _, _ in scans_first(fetched)] == [
+        "three_scans", "mixed", "one_scan", "text", "broken"]  # fmt: skip
