@@ -7,9 +7,11 @@ slow tiers. Parsed here first, they are read from the cache there; a parse a tes
 this one makes it waits for it (the cache's lock per document), so no page is OCR'd twice (the
 run fails if one is).
 
-At the tests' own priority, not niced: niced (and its Tesseract readings niced again, as a
-run's reading ahead is), it took only the CPU two busy logic workers left, which is almost none,
-so the OCR ran in the slow tiers, with the corpus store and the Bihar test waiting on it.
+Niced (``scripts/test.sh``), and its Tesseract readings niced again, as a run's reading ahead
+is: it takes almost no CPU from the two busy logic workers, so most of its OCR runs in the slow
+tiers, with the corpus store and the Bihar test waiting on it. Measured both ways in one stop's
+fresh-clone runs (BENCHMARKS.md), at the tests' own priority the logic tier took 185 s longer
+and the slow tiers 148 s less: the CPU is the same, and the logic tier has no idle core to give.
 
 Run: ``python -m civicsetu_pipelines_tests.prewarm`` (the environment ``scripts/test.sh`` sets:
 ``CIVICSETU_TEST_RUN_DIR``; the parse cache the tests use, as ``conftest`` chooses it). Best
@@ -55,6 +57,7 @@ def main() -> None:
     from civicsetu_pipelines.ingest import DocumentSpec, load_registry
     from civicsetu_pipelines.ingest.documents import parse_pages_cached, parse_rows_cached
     from civicsetu_pipelines.ingest.fetch import fetch_document
+    from civicsetu_pipelines.ingest.ocr import reading_ahead
 
     def textless(path: Path) -> int:
         """Pages with no text layer: pages to OCR."""
@@ -73,7 +76,8 @@ def main() -> None:
         try:
             fetched = fetch_document(spec, mirror_dirs=[DEFAULT_MIRROR],
                                      cache_dir=pdf_cache_dir(state), offline=True)  # fmt: skip
-            parse_rows_cached(spec, fetched.path, fetched.sha256, cache)
+            with reading_ahead():  # its Tesseract niced again: the tests' work first
+                parse_rows_cached(spec, fetched.path, fetched.sha256, cache)
         except Exception as exc:  # noqa: BLE001 - best effort, said
             print(f"prewarm: {spec.key} not parsed: {exc}", flush=True)
             return 0

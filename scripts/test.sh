@@ -59,14 +59,14 @@ stamp "mypy (in the background until the logic tier ends)"
 .venv/bin/mypy civicsetu_pipelines > "$run_dir/mypy.log" 2>&1 &
 mypy_pid=$!
 # The shared corpus parsed (its scanned pages OCR'd: minutes of one core from a cold cache) into
-# the tests' parse cache beside the lint and the logic tier, at their priority: the slow tiers
-# then read it (civicsetu_pipelines_tests/prewarm.py says why it is not niced). A parse a test
-# reaches first is waited for, not redone. Beside two busy workers a page waits for the cores:
+# the tests' parse cache beside the lint and the logic tier, niced: the slow tiers then read it
+# (civicsetu_pipelines_tests/prewarm.py: why niced). A parse a test reaches first is waited
+# for, not redone. Niced behind two busy workers a page waits for the cores:
 # its wall time is not Tesseract's, so the page timeout (120 s by default) is lifted here. (A CI
 # run on a slow day had 4 of the UP Rules' 44 pages time out; the parse, incomplete, was not
 # cached and the corpus tier OCR'd all 44 pages again.)
-stamp "parsing the corpus into the tests' parse cache (in the background)"
-CIVICSETU_OCR_PAGE_TIMEOUT=1800 .venv/bin/python -m civicsetu_pipelines_tests.prewarm \
+stamp "parsing the corpus into the tests' parse cache (in the background, niced)"
+CIVICSETU_OCR_PAGE_TIMEOUT=1800 nice -n 10 .venv/bin/python -m civicsetu_pipelines_tests.prewarm \
   > "$run_dir/prewarm.log" 2>&1 &
 prewarm_pid=$!
 stamp "import contracts (.importlinter: stages in pipeline order, dagster only in defs/ and operate/)"
