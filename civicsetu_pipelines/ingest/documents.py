@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -247,9 +248,15 @@ def prefetch_parses(
     offline: bool,
     ocr: bool = True,
 ) -> int:
-    """Fetch and parse documents into the caches ahead of their runs; returns how many. The
-    documents with most pages to OCR are parsed first (:func:`scans_first`): their OCR is the
-    longest wait of the runs ahead, and niced it needs the longest start.
+    """Fetch and parse documents into the caches ahead of their runs; returns how many.
+
+    Two lanes (:func:`split_scans`): the documents with pages to OCR, most pages first, in a
+    thread of their own (their OCR is the longest wait of the runs ahead, and Tesseract does
+    it in processes of its own), beside the others in the order given (the runs' order). One
+    lane for all, the scans came last in the runs' order and the last partition waited on them;
+    the scans first, the text documents of the next partitions waited behind them. Tesseract
+    niced either way (:func:`~civicsetu_pipelines.ingest.ocr.reading_ahead`): the runs' own
+    work first.
 
     Best effort: a document that fails here is left for its run, which reports the failure.
     """
@@ -261,25 +268,35 @@ def prefetch_parses(
         except Exception:  # noqa: BLE001 - the run itself reports what went wrong
             continue
         fetched.append((spec, got.path, got.sha256))
-    done = 0
-    with reading_ahead():  # its OCR gives way to the runs' own work
-        for spec, path, sha256 in scans_first(fetched) if ocr else fetched:
-            try:
-                parse_rows_cached(spec, path, sha256, parse_cache, ocr=ocr)
-                done += 1
-            except Exception:  # noqa: BLE001 - the run itself reports what went wrong
-                continue
-    return done
+    scans, texts = split_scans(fetched) if ocr else ([], fetched)
+    done = [0, 0]  # per lane
+
+    def lane(index: int, documents: Sequence[tuple[DocumentSpec, Path, str]]) -> None:
+        with reading_ahead():  # its OCR gives way to the runs' own work
+            for spec, path, sha256 in documents:
+                try:
+                    parse_rows_cached(spec, path, sha256, parse_cache, ocr=ocr)
+                    done[index] += 1
+                except Exception:  # noqa: BLE001 - the run itself reports what went wrong
+                    continue
+
+    scanning = threading.Thread(target=lane, args=(0, scans), name="civicsetu-prefetch-ocr",
+                                daemon=True)  # fmt: skip
+    scanning.start()
+    lane(1, texts)
+    scanning.join()
+    return sum(done)
 
 
-def scans_first(
+def split_scans(
     fetched: Sequence[tuple[DocumentSpec, Path, str]],
-) -> list[tuple[DocumentSpec, Path, str]]:
-    """``fetched`` (spec, path, sha256) ordered by their pages to OCR, most first
-    (:func:`~civicsetu_pipelines.ingest.pages.pages_without_text`); otherwise as given."""
+) -> tuple[list[tuple[DocumentSpec, Path, str]], list[tuple[DocumentSpec, Path, str]]]:
+    """``fetched`` (spec, path, sha256) as the documents with pages to OCR, most pages first
+    (:func:`~civicsetu_pipelines.ingest.pages.pages_without_text`), and the others, in the
+    order given."""
     counts = [pages_without_text(path) for _, path, _ in fetched]
-    order = sorted(range(len(fetched)), key=lambda i: -counts[i])
-    return [fetched[i] for i in order]
+    order = sorted((i for i in range(len(fetched)) if counts[i]), key=lambda i: -counts[i])
+    return [fetched[i] for i in order], [f for f, n in zip(fetched, counts, strict=True) if not n]
 
 
 def page_records(frame_rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

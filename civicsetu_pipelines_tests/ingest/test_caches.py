@@ -178,12 +178,15 @@ def test_a_document_held_only_by_the_pdf_store_counts_by_its_pinned_sha256(
     assert partition_fingerprint("GUJARAT", registry, [], settings, pdf_store=store) is None
 
 
-def test_the_read_ahead_starts_with_the_documents_most_pages_to_ocr(tmp_path: Path) -> None:
-    """A run's read-ahead (``prefetch_parses``) parses the scans first, most pages to OCR
-    first, the rest as given: their OCR is the longest wait of the runs ahead (the UP Rules'
-    44 scanned pages were read last, in the last partition's order, and waited for)."""
+def test_the_read_ahead_reads_the_scans_in_a_lane_of_their_own_most_pages_first(
+    tmp_path: Path,
+) -> None:
+    """A run's read-ahead (``prefetch_parses``) OCRs the scans, most pages to OCR first, in a
+    lane of their own beside the text documents in the runs' order: their OCR is the longest
+    wait of the runs ahead (the UP Rules' 44 scanned pages were read last, in the last
+    partition's order, and waited for)."""
     from civicsetu_pipelines.ingest import DocumentSpec
-    from civicsetu_pipelines.ingest.documents import scans_first
+    from civicsetu_pipelines.ingest.documents import split_scans
     from civicsetu_pipelines.ingest.pages import pages_without_text
     from civicsetu_pipelines_tests.pdfgen import Para, scanned_pdf, write_pdf
 
@@ -207,5 +210,18 @@ def test_the_read_ahead_starts_with_the_documents_most_pages_to_ocr(tmp_path: Pa
          p, "0" * 64)
         for k, p in paths.items()
     ]  # fmt: skip
-    assert [spec.key for spec, _, _ in scans_first(fetched)] == [
-        "three_scans", "mixed", "one_scan", "text", "broken"]  # fmt: skip
+    scans, texts = split_scans(fetched)
+    assert [spec.key for spec, _, _ in scans] == ["three_scans", "mixed", "one_scan"]
+    assert [spec.key for spec, _, _ in texts] == ["text", "broken"]
+    # both lanes parse into the cache: every document but the broken one, whose run says why
+    from civicsetu_pipelines.ingest import prefetch_parses
+
+    cache = tmp_path / "parse-cache"
+    specs = [spec for spec, _, _ in fetched]
+    done = prefetch_parses(specs, mirror_dirs=[tmp_path], pdf_cache=tmp_path / "pdfs",
+                           parse_cache=cache, offline=True)  # fmt: skip
+    assert done == 4
+    parsed = parse_ledger(cache)
+    assert sorted(r["document"] for r in parsed) == ["mixed", "one_scan", "text", "three_scans"]
+    assert {r["document"]: r["ocr_pages"] for r in parsed} == {
+        "mixed": 2, "one_scan": 1, "text": 0, "three_scans": 3}  # fmt: skip
