@@ -149,8 +149,8 @@ def run_partitions(
     if to_run and remote is None:
         # Overlap the slow, single-threaded preparations with the runs: the model's worker
         # process imports and loads it while the first partition is fetched, parsed and checked
-        # here, and a thread parses the later partitions (OCR included, the scans first) into
-        # the parse cache while this process waits on the worker's encoding.
+        # here, and a thread parses the later partitions into the parse cache while this
+        # process waits on the worker's encoding (their scans in a lane of their own).
         if warm_up is not None:
             warm_up()
         later = [spec for _, name, _ in to_run[1:] for spec in registry.documents(name)]
