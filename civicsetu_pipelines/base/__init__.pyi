@@ -27,6 +27,7 @@ from .jurisdictions import (
     name_key as name_key,
 )
 from .processes import (
+    ended_within as ended_within,
     process_alive as process_alive,
     process_exists as process_exists,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 
@@ -29,4 +30,15 @@ def process_alive(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
         if stat.rsplit(")", 1)[1].split()[0] == "Z":
             return False
+    return True
+
+
+def ended_within(pid: int, seconds: float, poll: float = 0.05) -> bool:
+    """Whether process ``pid`` has ended (a zombie counts as ended), waiting up to ``seconds``
+    for it: a killed process's pipes and sockets close a moment before the kernel marks it."""
+    deadline = time.monotonic() + seconds
+    while process_alive(pid):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll)
     return True

@@ -52,7 +52,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from civicsetu_pipelines.base import process_alive
+from civicsetu_pipelines.base import ended_within
 from civicsetu_pipelines.ingest import quality
 from civicsetu_pipelines.ingest.quality import RuleResult, TableSchema
 from civicsetu_pipelines.ingest.quality_service import ValidatorError, connect
@@ -150,10 +150,7 @@ class SharedValidator(Validator):
 
     def _last_words(self) -> str:
         # its socket closes as it exits, a moment before the kernel marks it ended
-        deadline = time.monotonic() + _EXIT_WAIT_S
-        while (running := process_alive(self._pid)) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        alive = "still running" if running else "gone"
+        alive = "gone" if ended_within(self._pid, _EXIT_WAIT_S, poll=0.02) else "still running"
         try:
             said = _tail(self._log.read_bytes())
         except OSError:

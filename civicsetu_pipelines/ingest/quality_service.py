@@ -23,7 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from civicsetu_pipelines.base import process_alive
+from civicsetu_pipelines.base import ended_within, process_alive
 
 log = logging.getLogger(__name__)
 
@@ -118,10 +118,7 @@ def stop_shared_validators(run_dir: Path) -> list[int]:
             pid = -1
         if pid > 0 and process_alive(pid) and VALIDATOR_MODULE in _cmdline(pid):
             os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + _STOP_WAIT_S
-            while process_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if process_alive(pid):
+            if not ended_within(pid, _STOP_WAIT_S):
                 os.kill(pid, signal.SIGKILL)
             stopped.append(pid)
         pid_file.unlink(missing_ok=True)

@@ -35,6 +35,7 @@ from typing import Any
 from civicsetu_pipelines.base import (
     ENV_CELERY_BROKER_URL,
     Settings,
+    ended_within,
     env_value,
     process_alive,
     write_atomic,
@@ -268,12 +269,8 @@ def stop_workers(settings: Settings, timeout: float = 30.0) -> WorkerRecord | No
         return None
     with contextlib.suppress(ProcessLookupError):
         os.kill(record.supervisor, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while process_alive(record.supervisor):
-        if time.monotonic() > deadline:
-            raise TimeoutError(
-                f"the workers' supervisor (pid {record.supervisor}) did not stop within "
-                f"{timeout:.0f} s"
-            )
-        time.sleep(0.1)
+    if not ended_within(record.supervisor, timeout, poll=0.1):
+        raise TimeoutError(
+            f"the workers' supervisor (pid {record.supervisor}) did not stop within {timeout:.0f} s"
+        )
     return record
