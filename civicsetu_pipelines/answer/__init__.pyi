@@ -15,7 +15,13 @@ from .citations import (
     quote_in as quote_in,
 )
 from .confidence import (
+    TOP as TOP,
+    ConfidenceModel as ConfidenceModel,
     choose_thresholds as choose_thresholds,
+    evidence_features as evidence_features,
+    feature_row as feature_row,
+    fit_model as fit_model,
+    model_of_no_weight as model_of_no_weight,
 )
 from .llm import (
     LLMSettings as LLMSettings,

@@ -38,7 +38,7 @@ import numpy as np
 
 from civicsetu_pipelines.answer.candidates import Candidate
 from civicsetu_pipelines.answer.compose import Comparison, Composer
-from civicsetu_pipelines.answer.confidence import served_confidence
+from civicsetu_pipelines.answer.confidence import ConfidenceModel, served_confidence
 from civicsetu_pipelines.answer.llm import LLMSettings
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import (
@@ -139,7 +139,7 @@ class QueryEngine:
         self.last_evidence: EvidenceReading | None = None
         self._lock = threading.Lock()
         self.reranker: Reranker = make_reranker(self.settings.cross_encoder, self.settings.ranker)
-        self.confidence_model = served_confidence(self.reranker)
+        self._confidence: ConfidenceModel | None = None  # the ranking's, read on first use
         self._retriever = Retriever(self._conn, embed_query, self.settings.retrieval)
         self._composer = Composer(self._conn, self.settings.llm)
         self.jurisdictions = self._retriever.stored_jurisdictions()
@@ -149,8 +149,21 @@ class QueryEngine:
         """Rank with ``reranker`` from the next question on; returns the one it replaces
         (training records candidates through it; evaluation compares rankers)."""
         previous, self.reranker = self.reranker, reranker
-        self.confidence_model = served_confidence(reranker)
+        self._confidence = None
         return previous
+
+    @property
+    def confidence_model(self) -> ConfidenceModel:
+        """The confidence model of the ranking served (``answer.confidence.served_confidence``),
+        read on the first answer that needs it; a model set here serves until the ranking
+        changes (calibration sets one while it fits the ranking's own)."""
+        if self._confidence is None:
+            self._confidence = served_confidence(self.reranker)
+        return self._confidence
+
+    @confidence_model.setter
+    def confidence_model(self, model: ConfidenceModel) -> None:
+        self._confidence = model
 
     def scope_of(self, question: object) -> list[str] | None:
         """The jurisdictions an answer to ``question`` may read (as :meth:`answer` with no

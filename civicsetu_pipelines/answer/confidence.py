@@ -39,6 +39,7 @@ TARGET_PRECISION = {"medium": 0.95, "high": 0.98}  # on dev: right this often, a
 MIN_ANSWERS = 30  # dev answers above a threshold, at least
 FEATURES = ("vector_rr", "fulltext_rr", "distance", "overlap", "score", "lead", "lists")
 FAR = 1.0  # the distance of a unit no vector list ranked
+TOP = 3  # an answer is right when a governing provision is among its first TOP provisions
 
 
 def evidence_features(query: Query, ranked: Sequence[Candidate]) -> dict[str, float]:
@@ -81,6 +82,10 @@ class ConfidenceModel:
         )
         return 1.0 / (1.0 + math.exp(-z))
 
+    def probability_of(self, row: Sequence[float]) -> float:
+        """:meth:`probability` of a :func:`feature_row`."""
+        return self.probability(dict(zip(FEATURES, row, strict=True)))
+
     def with_thresholds(self, thresholds: Mapping[str, float] | None) -> ConfidenceModel:
         """The same model with the thresholds chosen under another ranking (None: as is)."""
         if not thresholds:
@@ -108,12 +113,12 @@ class ConfidenceError(RuntimeError):
     """The confidence model's file is missing or not what this code reads."""
 
 
-def read_model(path: Path = CONFIDENCE_YAML) -> ConfidenceModel:
-    """The model of ``path`` (default: the packaged one); a clear error naming the file."""
+def model_from(raw: Mapping[str, Any], source: str) -> ConfidenceModel:
+    """The model of a mapping as :meth:`ConfidenceModel.as_yaml` writes it (``source`` names
+    where it was read, in the error when it is not one)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
         if list(raw["features"]) != list(FEATURES):
-            raise ConfidenceError(f"{path}: its features {raw['features']} are not {FEATURES}; "
+            raise ConfidenceError(f"{source}: its features {raw['features']} are not {FEATURES}; "
                                   "fit it again: bench/calibrate_confidence.py")  # fmt: skip
         return ConfidenceModel(
             tuple(float(v) for v in raw["means"]), tuple(float(v) for v in raw["scales"]),
@@ -121,11 +126,56 @@ def read_model(path: Path = CONFIDENCE_YAML) -> ConfidenceModel:
             {k: float(raw["thresholds"][k]) for k in ("medium", "high")},
             dict(raw.get("provenance") or {}),
         )  # fmt: skip
-    except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfidenceError(
+            f"{source}: cannot read the confidence model ({exc}); fit it: "
+            ".venv/bin/python bench/calibrate_confidence.py --write"
+        ) from exc
+
+
+def read_model(path: Path = CONFIDENCE_YAML) -> ConfidenceModel:
+    """The model of ``path`` (default: the packaged one); a clear error naming the file."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
         raise ConfidenceError(
             f"{path}: cannot read the confidence model ({exc}); fit it: "
             ".venv/bin/python bench/calibrate_confidence.py --write"
         ) from exc
+    return model_from(raw if isinstance(raw, Mapping) else {}, str(path))
+
+
+def feature_row(features: Mapping[str, float]) -> list[float]:
+    """The values of :func:`evidence_features` in :data:`FEATURES` order (what is fitted)."""
+    return [float(features[name]) for name in FEATURES]
+
+
+def model_of_no_weight() -> ConfidenceModel:
+    """A model that weighs nothing and gives no level above ``low``: for answering while the
+    ranking's own model is fitted (the level decides nothing else of an answer)."""
+    n = len(FEATURES)
+    return ConfidenceModel((0.0,) * n, (1.0,) * n, (0.0,) * n, 0.0,
+                           {"medium": 1.0, "high": 1.0}, {})  # fmt: skip
+
+
+def fit_model(
+    features: Sequence[Sequence[float]], right: Sequence[bool], seed: int = 47
+) -> ConfidenceModel:
+    """A logistic regression (scikit-learn, standardized :data:`FEATURES`, seeded) fitted on
+    answers to questions the corpus teaches: each answer's features and whether one of its
+    provisions was among the first :data:`TOP` served. Its thresholds are still to be chosen
+    (:func:`choose_thresholds`): both 1.0 until then."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    x = np.array(features, dtype=float)
+    means, scales = x.mean(axis=0), x.std(axis=0)
+    scales[scales == 0] = 1.0
+    fit = LogisticRegression(C=1.0, random_state=seed, max_iter=2000)
+    fit.fit((x - means) / scales, np.array(right, dtype=bool))
+    return ConfidenceModel(tuple(float(v) for v in means), tuple(float(v) for v in scales),
+                           tuple(float(v) for v in fit.coef_[0]), float(fit.intercept_[0]),
+                           {"medium": 1.0, "high": 1.0}, {})  # fmt: skip
 
 
 @lru_cache(maxsize=1)
@@ -134,8 +184,13 @@ def packaged_model() -> ConfidenceModel:
 
 
 def served_confidence(reranker: object) -> ConfidenceModel:
-    """The confidence model of a ranking: the packaged one, with the thresholds chosen on dev
-    under a promoted learned ranker when it carries them (``confidence_thresholds``)."""
+    """The confidence model of a ranking: a promoted learned ranker's own (fitted under it on
+    the mined questions, its thresholds chosen on dev under it: ``confidence_model``) when it
+    carries one; else the packaged one, with the thresholds chosen on dev under the ranking when
+    it carries those alone (``confidence_thresholds``, an older promotion)."""
+    own = getattr(reranker, "confidence_model", None)
+    if own:
+        return model_from(own, f"the confidence model of ranker {getattr(reranker, 'version', '')}")
     return packaged_model().with_thresholds(getattr(reranker, "confidence_thresholds", None))
 
 

@@ -28,6 +28,7 @@ from civicsetu_pipelines.answer.candidates import (
     scoring_terms,
     term_overlap,
 )
+from civicsetu_pipelines.answer.confidence import ConfidenceError, model_from
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.timing import Timer
@@ -202,6 +203,9 @@ class LinearReranker:
     # the confidence thresholds chosen on dev under this ranking when it was promoted (None:
     # the packaged model's, chosen under the hand-set ranking): answer.confidence
     confidence_thresholds: dict[str, float] | None = None
+    # the confidence model fitted under this ranking on the mined questions when it was
+    # promoted, its thresholds chosen on dev (ConfidenceModel.as_yaml; None: the packaged one)
+    confidence_model: dict[str, Any] | None = None
 
     def rerank(
         self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
@@ -226,6 +230,8 @@ class LinearReranker:
                    "output": self.output}  # fmt: skip
         if self.confidence_thresholds:  # absent otherwise: older files keep their checksum
             payload["confidence_thresholds"] = self.confidence_thresholds
+        if self.confidence_model:
+            payload["confidence_model"] = self.confidence_model
         return payload
 
 
@@ -263,12 +269,19 @@ def load_ranker(path: Path) -> LinearReranker:
     unknown = sorted(set(payload["weights"]) - set(FEATURES))
     if unknown:
         raise RankerFileError(f"{path}: features this code does not compute: {unknown}")
+    own = payload.get("confidence_model")
+    if own is not None:
+        try:
+            model_from(own, str(path))
+        except ConfidenceError as exc:  # fitted under other features: not served, said why
+            raise RankerFileError(str(exc)) from exc
     output = str(payload.get("output", "probability"))
     thresholds = payload.get("confidence_thresholds")
     return LinearReranker(dict(payload["weights"]), float(payload["intercept"]),
                           str(payload["version"]), output,
                           confidence_thresholds={k: float(v) for k, v in thresholds.items()}
-                          if thresholds else None)  # fmt: skip
+                          if thresholds else None,
+                          confidence_model=payload.get("confidence_model"))  # fmt: skip
 
 
 @dataclass

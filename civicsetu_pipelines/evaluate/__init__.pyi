@@ -11,6 +11,7 @@ from .memo import (
 )
 from .metrics import (
     UnitName as UnitName,
+    scored_name as scored_name,
 )
 from .report import (
     render_report as render_report,
@@ -23,7 +24,6 @@ from .scoring import (
     GoldenQuestion as GoldenQuestion,
     by_kind_and_split as by_kind_and_split,
     by_split as by_split,
-    confidence_answers as confidence_answers,
     diversity_displaced as diversity_displaced,
     evaluate as evaluate,
     golden_sha256 as golden_sha256,

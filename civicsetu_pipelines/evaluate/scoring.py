@@ -378,19 +378,6 @@ def _confident(row: Mapping[str, Any]) -> bool:
     return row.get("status") == "answered" and row.get("confidence") in CONFIDENT
 
 
-def confidence_answers(rows: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[bool]]:
-    """Of the answered rows with a governing provision, each answer's confidence probability
-    and whether a governing provision was in its top 3: what the thresholds are chosen on
-    (:func:`~civicsetu_pipelines.answer.confidence.choose_thresholds`). An answer from the unit
-    the question names (probability 1.0, ``high`` by rule, not by the model) is left out."""
-    kept = [r for r in rows if r.get("status") == "answered"
-            and r.get("governing_hit_at_3") is not None
-            and r.get("confidence_probability") is not None
-            and float(r["confidence_probability"]) < 1.0]  # fmt: skip
-    return ([float(r["confidence_probability"]) for r in kept],
-            [bool(r["governing_hit_at_3"]) for r in kept])  # fmt: skip
-
-
 def per_question(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
     """Each headline metric's per-question values (:func:`_keyed`): what its mean
     (:func:`headline`) and its interval (:func:`intervals`) are taken over."""

@@ -7,6 +7,8 @@ Modules, in the order they build on each other:
 * ``pairs`` -- questions mined from titles, FAQ and judgment citations, derivations, lay words
 * ``train`` -- candidates' features recorded through the query engine, variants fitted, the
   promotion rule
+* ``calibration`` -- the confidence model of a ranking, fitted under it on the mined questions,
+  its thresholds chosen on the dev half
 * ``encoder`` -- the bi-encoder fine-tuned on the mined questions (passages, hard negatives),
   judged against the packaged model by vector search on the dev half
 

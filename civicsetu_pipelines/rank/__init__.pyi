@@ -1,5 +1,11 @@
 """The public names of this stage (see ``__init__.py``)."""
 
+from .calibration import (
+    Calibration as Calibration,
+    Reading as Reading,
+    calibrate as calibrate,
+    read_answer as read_answer,
+)
 from .encoder import (
     EncoderOutcome as EncoderOutcome,
     TuningSettings as TuningSettings,

@@ -1,20 +1,26 @@
-"""Confidence thresholds chosen under the ranking served (issue 47): a promoted learned ranker
-carries the thresholds chosen on dev under it, its file's checksum covers them, and answers
-ranked with it are given levels by them; the packaged thresholds serve every other ranking."""
+"""Confidence chosen under the ranking served (issue 47): a promoted learned ranker carries the
+confidence model fitted under it (or, from an older promotion, the thresholds chosen on dev
+under it), its file's checksum covers them, and answers ranked with it are given levels by
+them; the packaged model serves every other ranking."""
 
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
 from civicsetu_pipelines.answer.confidence import (
+    FEATURES,
     MIN_ANSWERS,
     TARGET_PRECISION,
+    ConfidenceError,
     choose_threshold,
     choose_thresholds,
     confidence,
+    evidence_features,
+    fit_model,
     packaged_model,
     served_confidence,
 )
@@ -25,7 +31,6 @@ from civicsetu_pipelines.answer.ranking import (
     load_ranker,
     save_ranker,
 )
-from civicsetu_pipelines.evaluate.scoring import confidence_answers
 from civicsetu_pipelines_tests.answer.test_retrieval_units import ask, cand
 
 
@@ -53,17 +58,6 @@ def test_a_threshold_is_the_least_probability_whose_answers_are_right_often_enou
     # equal probabilities are taken together or not at all
     tied = [0.9] * 30 + [0.5] * 10
     assert choose_threshold(tied, [True] * 29 + [False] + [True] * 10, 0.95) == 0.5
-
-
-def test_the_evaluation_rows_give_what_thresholds_are_chosen_on() -> None:
-    rows = [
-        {"status": "answered", "governing_hit_at_3": 1.0, "confidence_probability": 0.8},
-        {"status": "answered", "governing_hit_at_3": 0.0, "confidence_probability": 0.4},
-        {"status": "answered", "governing_hit_at_3": 1.0, "confidence_probability": 1.0},  # named
-        {"status": "refused", "governing_hit_at_3": 0.0, "confidence_probability": None},
-        {"status": "answered", "governing_hit_at_3": None, "confidence_probability": 0.7},
-    ]
-    assert confidence_answers(rows) == ([0.8, 0.4], [True, False])
 
 
 def test_a_promoted_rankers_thresholds_are_saved_checksummed_and_served(tmp_path: Path) -> None:
@@ -100,3 +94,57 @@ def test_a_promoted_rankers_thresholds_are_saved_checksummed_and_served(tmp_path
     )
     assert confidence(query, weak, lower) == ("medium", p)
     assert confidence(query, weak, model) == ("low", p)
+
+
+def test_a_model_fitted_on_answers_weighs_what_separates_right_from_wrong() -> None:
+    """fit_model on answers whose rightness follows their score: the score's weight is the
+    largest and positive, and a right-looking answer is more probable than a wrong-looking one."""
+    rng = random.Random(47)
+    rows, right = [], []
+    for _ in range(400):
+        row = [rng.random() for _ in FEATURES]
+        rows.append(row)
+        right.append(row[FEATURES.index("score")] + 0.2 * rng.random() > 0.6)
+    model = fit_model(rows, right)
+    score = FEATURES.index("score")
+    assert max(range(len(FEATURES)), key=lambda i: abs(model.weights[i])) == score
+    assert model.weights[score] > 0 and model.thresholds == {"medium": 1.0, "high": 1.0}
+    high, low = dict(zip(FEATURES, rows[0], strict=True)), dict(zip(FEATURES, rows[0], strict=True))
+    high["score"], low["score"] = 0.95, 0.05
+    assert model.probability(high) > 0.9 > 0.1 > model.probability(low)
+
+
+def test_a_promoted_rankers_own_model_is_saved_checksummed_and_served(tmp_path: Path) -> None:
+    """The model fitted under a promoted ranker travels in its file, covered by its checksum,
+    and gives the levels of the answers it ranks; a model of other features is refused by name."""
+    query = ask("Can the allottee get a refund with interest?")
+    weak = [cand("a", ranks={"vector": 9}, distance=0.6, score=1.2, text="a refund"),
+            cand("b", label="Section 19", score=1.19, text="x")]  # fmt: skip
+    features = [evidence_features(query, weak)[f] for f in FEATURES]
+    own = fit_model([features, [0.0] * len(FEATURES)] * 20, [True, False] * 20)
+    p = own.probability(dict(zip(FEATURES, features, strict=True)))
+    chosen = own.with_thresholds({"medium": p, "high": 0.999})
+    ranker = LinearReranker({"hand": 1.0}, 0.0, "v2", output="score",
+                            confidence_model=chosen.as_yaml())  # fmt: skip
+    path = tmp_path / "promoted.json"
+    save_ranker(ranker, path)
+    loaded = load_ranker(path)
+    served = served_confidence(loaded)
+    assert served.weights == tuple(round(w, 6) for w in own.weights)
+    assert served.thresholds == {"medium": round(p, 6), "high": 0.999}
+    assert served != packaged_model()
+    level, probability = confidence(query, weak, served)
+    assert level == ("medium" if probability >= served.thresholds["medium"] else "low")
+    assert abs(probability - p) < 1e-4
+    assert confidence(query, weak)[0] == "low"  # the packaged model says this one is a guess
+    saved = json.loads(path.read_text())
+    saved["ranker"]["confidence_model"]["intercept"] += 1.0
+    path.write_text(json.dumps(saved))
+    with pytest.raises(RankerFileError, match="checksum"):
+        load_ranker(path)
+    other = dict(chosen.as_yaml(), features=["distance"])
+    save_ranker(LinearReranker({"hand": 1.0}, 0.0, "v3", confidence_model=other), path)
+    with pytest.raises(RankerFileError, match=f"{path}: its features"):
+        load_ranker(path)
+    with pytest.raises(ConfidenceError, match="the confidence model of ranker v3"):
+        served_confidence(LinearReranker({"hand": 1.0}, 0.0, "v3", confidence_model=other))

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from civicsetu_pipelines.answer.confidence import packaged_model, served_confidence
+from civicsetu_pipelines.answer.ranking import load_ranker
 from civicsetu_pipelines.evaluate.metrics import UnitName
 from civicsetu_pipelines.evaluate.scoring import (
     GOLDEN_JSONL,
@@ -150,6 +152,8 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
                                      text=True, timeout=900)  # fmt: skip
             assert printed.returncode == 0, printed.stderr[-2000:]
             by_cli = json.loads(printed.stdout)
+            promoted = corpus_store.state_dir / "storage" / "ranker" / "promoted.json"
+            served = load_ranker(promoted) if promoted.is_file() else None
         finally:  # the store is shared: the tests after this one answer with the hand-set ranking
             (corpus_store.state_dir / "storage" / "ranker" / "promoted.json").unlink(
                 missing_ok=True
@@ -171,6 +175,12 @@ def test_evaluation_job_twice_accumulates_history_and_renders_the_report(
     # the ranker learned from the corpus: trained once, its promotion decided on dev and said
     (promotion,) = [e for e in evaluations if e.check_name == "promotion"]
     assert "dev governing MRR" in str(promotion.metadata["reason"].value)
+    # served only when promoted, with the confidence model fitted under it (issue 47)
+    assert (served is not None) == promotion.passed
+    if served is not None:
+        own = served_confidence(served)
+        assert served.confidence_model and own != packaged_model()
+        assert own.thresholds == promotion.metadata["confidence_thresholds"].value
     targets = {"governing_hit_at_5", "governing_mrr", "plain_governing_hit_at_3",
                "plain_answered", "citation_validity", "refusal_correctness"}  # fmt: skip
     assert set(THRESHOLDS) >= targets

@@ -13,7 +13,6 @@ from pydantic import Field
 from civicsetu_pipelines.answer import (
     DeterministicReranker,
     QueryEngine,
-    choose_thresholds,
     load_ranker,
     save_ranker,
 )
@@ -23,7 +22,6 @@ from civicsetu_pipelines.defs.resources import AnswerResource, EmbeddingResource
 from civicsetu_pipelines.evaluate import (
     by_kind_and_split,
     by_split,
-    confidence_answers,
     evaluate,
     golden_sha256,
     load_golden,
@@ -38,6 +36,7 @@ from civicsetu_pipelines.rank import (
     VARIANTS,
     TrainingQuery,
     blend,
+    calibrate,
     collect,
     counts,
     examples_sha256,
@@ -227,16 +226,28 @@ def learned_ranker(
         promoted = ranker_dir / "promoted.json"
         thresholds = None
         if verdict.promoted:
-            # the confidence thresholds chosen again under the ranking now served, on dev: the
-            # packaged ones were chosen under the hand-set ranking (issue 47)
-            p, right = confidence_answers([r for r in chosen_rows if r.get("split") == "dev"])
-            thresholds = choose_thresholds(p, right)
+            # the confidence model fitted again under the ranking now served, on the mined
+            # questions, its thresholds chosen on dev: the packaged one was fitted and chosen
+            # under the hand-set ranking (issue 47)
+            engine.use_reranker(chosen)
+            calibrated = calibrate(
+                engine, queries,
+                [(g.query, g.governing) for g in dev_half
+                 if not g.expect_refusal and g.governing],
+                progress=context.log.info,
+                provenance={"fitted_on": "mined training questions answered under this ranker",
+                            "chosen_on": "golden dev half"},
+            )  # fmt: skip
+            thresholds = dict(calibrated.model.thresholds)
             kept = {k: v for k, v in json.loads(saved.read_text()).items()
                     if k not in ("ranker", "sha256")}  # fmt: skip
-            served = dataclasses.replace(chosen, confidence_thresholds=thresholds)
+            served = dataclasses.replace(chosen, confidence_model=calibrated.model.as_yaml())
             save_ranker(served, promoted, **kept,
-                        confidence_chosen_on=f"golden dev half: {len(p)} answers")  # fmt: skip
-            context.log.info(f"confidence thresholds under it, chosen on dev: {thresholds}")
+                        confidence_fitted_on=f"{calibrated.fitted_on} answered mined questions",
+                        confidence_chosen_on=f"golden dev half: {len(calibrated.dev)} "
+                        "answers")  # fmt: skip
+            context.log.info(f"confidence model under it: fitted on {calibrated.fitted_on} mined "
+                             f"answers; thresholds chosen on dev: {thresholds}")  # fmt: skip
         else:
             promoted.unlink(missing_ok=True)
     context.log.info(f"learned ranker {chosen.version}: {verdict.reason}")
