@@ -98,8 +98,8 @@ def main() -> None:
     tested = Calibration(model, fitted.fitted_on, fitted.right_in_fit, test, len(half("test")))
     figures = {}
     for name, part in (("dev", fitted), ("test", tested)):
-        p, right = part.dev_probabilities()
-        figures[name] = scored(np.array(p), np.array(right, dtype=bool), part.dev_asked,
+        p, right = part.probabilities()
+        figures[name] = scored(np.array(p), np.array(right, dtype=bool), part.asked,
                                model.thresholds["medium"])  # fmt: skip
     training = hashlib.sha256(
         json.dumps([q.as_row() for q in mined], sort_keys=True).encode()
@@ -109,7 +109,7 @@ def main() -> None:
         "fitted_on": f"{fitted.fitted_on} answered of {len(mined)} mined training questions "
         f"(right in the top 3: {fitted.right_in_fit})",
         "training_sha256": training,
-        "chosen_on": f"golden dev half ({fitted.dev_asked} answerable with a governing provision)",
+        "chosen_on": f"golden dev half ({fitted.asked} answerable with a governing provision)",
         "golden_sha256": golden_sha256(GOLDEN_JSONL),
         "target_precision": dict(TARGET_PRECISION),
         "min_answers": MIN_ANSWERS,

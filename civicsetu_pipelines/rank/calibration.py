@@ -73,18 +73,19 @@ def read_answer(engine: Answering, query: str, wanted: Sequence[str]) -> Reading
 
 @dataclass(frozen=True)
 class Calibration:
-    """A model fitted and its thresholds chosen: with the dev readings they were chosen on."""
+    """A model fitted and its thresholds chosen, with the readings they were chosen on (the dev
+    half's; the bench scores the test half's in the same shape)."""
 
     model: ConfidenceModel
     fitted_on: int  # answered mined questions the model was fitted on
     right_in_fit: int
-    dev: list[Reading]  # the dev half's answered questions
-    dev_asked: int  # the dev half's answerable questions with a governing provision
+    readings: list[Reading]  # the half's answered questions
+    asked: int  # the half's answerable questions with a governing provision
 
-    def dev_probabilities(self) -> tuple[list[float], list[bool]]:
-        """Each dev answer's probability (1.0 for a named unit's) and whether it was right."""
+    def probabilities(self) -> tuple[list[float], list[bool]]:
+        """Each answer's probability (1.0 for a named unit's) and whether it was right."""
         return ([1.0 if r.features is None else self.model.probability_of(r.features)
-                 for r in self.dev], [r.right for r in self.dev])  # fmt: skip
+                 for r in self.readings], [r.right for r in self.readings])  # fmt: skip
 
 
 def calibrate(
@@ -96,7 +97,7 @@ def calibrate(
 ) -> Calibration:
     """The confidence model of the ranking ``engine`` serves: fitted on ``mined``, its
     thresholds chosen on ``dev`` (each question with its governing names). ``progress`` is told
-    every 100 questions."""
+    every 100 questions. The engine then gives levels by the model chosen."""
     say = progress or (lambda _line: None)
     # the level an answer is said with decides nothing here (not its status, not its units):
     # a model of no weight, so that no earlier model (one of other features, say) is read
@@ -117,10 +118,11 @@ def calibrate(
     say(f"confidence: dev questions answered {len(dev)}/{len(dev)}")
     fitted = Calibration(model, len(fit_rows), sum(r.right for r in fit_rows), readings, len(dev))
     p, right = [], []
-    for prob, ok in zip(*fitted.dev_probabilities(), strict=True):
+    for prob, ok in zip(*fitted.probabilities(), strict=True):
         if prob < 1.0:  # a named unit's answer is high by rule, not by the model
             p.append(prob)
             right.append(ok)
     cuts = choose_thresholds(p, right)
     chosen = dataclasses.replace(model, thresholds=cuts, provenance=dict(provenance or {}))
+    engine.confidence_model = chosen  # the ranking's own from here on
     return dataclasses.replace(fitted, model=chosen)

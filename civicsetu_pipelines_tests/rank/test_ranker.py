@@ -4,6 +4,7 @@ training path end to end on a handful of them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,41 @@ def test_the_ranker_job_fits_the_variants_its_config_names() -> None:
     assert quick == (VARIANTS[:1], BLENDS[:1]) and len(quick[0]) == len(quick[1]) == 1
     with pytest.raises(dg.Failure, match="'some'"):
         _variants(RankerConfig(variants="some"))
+
+
+def test_a_rankings_confidence_model_is_fitted_under_it(corpus_store: Any, tmp_path: Path) -> None:
+    """rank.calibration, as the promotion runs it: mined questions answered under a learned
+    ranker give the evidence a confidence model is fitted on, its thresholds are chosen on dev
+    questions, the engine gives levels by it from then on, and the model travels in the
+    ranker's file, checksummed, to be served by it."""
+    from civicsetu_pipelines.answer import QueryEngine
+    from civicsetu_pipelines.answer.confidence import FEATURES as EVIDENCE, served_confidence
+    from civicsetu_pipelines.evaluate import load_golden
+    from civicsetu_pipelines.rank import calibrate
+    from civicsetu_pipelines.store.database import connect
+
+    with connect(corpus_store.database_url) as conn:
+        queries = mine_training_queries(conn, "rera_act_2016")
+    handful = [q for q in queries if q.source in {"title", "faq"}][::6][:80]
+    dev = [(g.query, g.governing) for g in load_golden()
+           if g.split == "dev" and not g.expect_refusal and g.governing][::6]  # fmt: skip
+    said: list[str] = []
+    with QueryEngine(corpus_store.database_url, corpus_store.query_embedder()) as engine:
+        ranker = fit(collect(engine, handful), 1.0, "points", version="calibrated")
+        engine.use_reranker(ranker)
+        fitted = calibrate(engine, handful, dev, progress=said.append)
+        assert engine.confidence_model is fitted.model  # the levels it gives from now on
+        result = engine.answer("What is the penalty for not registering a project?")
+    model = fitted.model
+    assert 30 <= fitted.fitted_on <= len(handful) and 0 < fitted.right_in_fit < fitted.fitted_on
+    assert len(model.weights) == len(EVIDENCE) and any(w != 0 for w in model.weights)
+    assert 0.0 < model.thresholds["medium"] <= model.thresholds["high"] <= 1.0
+    assert 0 < len(fitted.readings) <= fitted.asked == len(dev)
+    assert said[-1] == f"confidence: dev questions answered {len(dev)}/{len(dev)}"
+    assert any(line.startswith("confidence: mined questions answered") for line in said)
+    assert result["confidence"] in {"low", "medium", "high"}
+    path = tmp_path / "promoted.json"
+    save_ranker(dataclasses.replace(ranker, confidence_model=model.as_yaml()), path)
+    served = served_confidence(load_ranker(path))
+    assert served.thresholds == {k: round(v, 6) for k, v in model.thresholds.items()}
+    assert served.weights == tuple(round(w, 6) for w in model.weights)

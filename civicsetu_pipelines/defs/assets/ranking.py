@@ -244,7 +244,7 @@ def learned_ranker(
             served = dataclasses.replace(chosen, confidence_model=calibrated.model.as_yaml())
             save_ranker(served, promoted, **kept,
                         confidence_fitted_on=f"{calibrated.fitted_on} answered mined questions",
-                        confidence_chosen_on=f"golden dev half: {len(calibrated.dev)} "
+                        confidence_chosen_on=f"golden dev half: {len(calibrated.readings)} "
                         "answers")  # fmt: skip
             context.log.info(f"confidence model under it: fitted on {calibrated.fitted_on} mined "
                              f"answers; thresholds chosen on dev: {thresholds}")  # fmt: skip
