@@ -10,11 +10,11 @@ teaches (the mined training questions of ``rank.pairs``: FAQ questions, titles, 
 judgment sentences, never a golden question), and its two thresholds are chosen on the golden
 set's dev half so that ``high`` and ``medium`` answers are right (a governing provision in the
 top 3) at least as often as :data:`TARGET_PRECISION` says; below ``medium`` an answer is
-``low``: it says it is not sure. The thresholds belong to the ranking they were chosen under:
-a promoted learned ranker carries its own, chosen on dev under it (:func:`served_confidence`).
-``bench/calibrate_confidence.py`` fits the model and chooses the hand-set ranking's thresholds
-and writes ``data/confidence.yaml`` with what it was fitted on (hashes, counts, the dev and test
-figures); a missing file is an error naming it, never a silent default.
+``low``: it says it is not sure. The model belongs to the ranking it was fitted under: a
+promoted learned ranker carries its own, fitted under it and its thresholds chosen on dev under
+it (``rank.calibration``, :func:`served_confidence`). ``bench/calibrate_confidence.py`` fits the
+hand-set ranking's and writes ``data/confidence.yaml`` with what it was fitted on (hashes,
+counts, the dev and test figures); a missing file is an error naming it, never a silent default.
 """
 
 from __future__ import annotations
