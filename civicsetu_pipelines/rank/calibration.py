@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from civicsetu_pipelines.answer import (
     TOP,
     ConfidenceModel,
+    QuestionError,
     choose_thresholds,
     evidence_features,
     feature_row,
@@ -55,9 +56,12 @@ class Reading:
 
 
 def read_answer(engine: Answering, query: str, wanted: Sequence[str]) -> Reading | None:
-    """``query`` answered by ``engine`` (None when it is refused); ``wanted``: golden names
-    ("JURISDICTION:Section 18" or with the document)."""
-    result = engine.answer(query, top_k=TOP_K)
+    """``query`` answered by ``engine`` (None when it is refused, or not a question the engine
+    takes); ``wanted``: golden names ("JURISDICTION:Section 18" or with the document)."""
+    try:
+        result = engine.answer(query, top_k=TOP_K)
+    except QuestionError:  # a mined text the engine refuses to read teaches nothing
+        return None
     evidence = engine.last_evidence
     if result["status"] != "answered" or evidence is None or not evidence.ranked:
         return None
