@@ -281,7 +281,7 @@ def load_ranker(path: Path) -> LinearReranker:
                           str(payload["version"]), output,
                           confidence_thresholds={k: float(v) for k, v in thresholds.items()}
                           if thresholds else None,
-                          confidence_model=payload.get("confidence_model"))  # fmt: skip
+                          confidence_model=own)  # fmt: skip
 
 
 @dataclass

@@ -120,13 +120,10 @@ def calibrate(
                       [r.right for r in fit_rows])  # fmt: skip
     readings = [r for q, wanted in dev if (r := read_answer(engine, q, wanted)) is not None]
     say(f"confidence: dev questions answered {len(dev)}/{len(dev)}")
-    fitted = Calibration(model, len(fit_rows), sum(r.right for r in fit_rows), readings, len(dev))
-    p, right = [], []
-    for prob, ok in zip(*fitted.probabilities(), strict=True):
-        if prob < 1.0:  # a named unit's answer is high by rule, not by the model
-            p.append(prob)
-            right.append(ok)
-    cuts = choose_thresholds(p, right)
+    # a named unit's answer is high by rule, not by the model: left out of the choice
+    modelled = [(model.probability_of(r.features), r.right) for r in readings
+                if r.features is not None]  # fmt: skip
+    cuts = choose_thresholds([p for p, _ in modelled], [right for _, right in modelled])
     chosen = dataclasses.replace(model, thresholds=cuts, provenance=dict(provenance or {}))
     engine.confidence_model = chosen  # the ranking's own from here on
-    return dataclasses.replace(fitted, model=chosen)
+    return Calibration(chosen, len(fit_rows), sum(r.right for r in fit_rows), readings, len(dev))
