@@ -65,7 +65,7 @@ def main() -> None:
         connect(url) as conn,
     ):
         engine.use_reranker(DeterministicReranker())
-        examples = collect(engine, queries)
+        examples, hubs = collect(engine, queries)
         train = [e for e in examples if not e.query.held_back]
         held = [e for e in examples if e.query.held_back]
         took = time.perf_counter() - started
@@ -83,7 +83,7 @@ def main() -> None:
         rows = [("hand-set (current)", None, scores(DeterministicReranker()))]
         for name, c, how, leave_out in ALL_VARIANTS if args.all else VARIANTS:
             t = time.perf_counter()
-            ranker = fit(train, c, how, leave_out, version=name)
+            ranker = fit(train, c, how, leave_out, version=name, hubs=hubs)
             held_mrr = mean_reciprocal_rank(ranker, held)
             print(f"  {name}: fitted in {time.perf_counter() - t:.1f} s, held-back MRR "
                   f"{held_mrr:.3f}")  # fmt: skip

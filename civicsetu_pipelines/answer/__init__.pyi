@@ -38,6 +38,7 @@ from .ranking import (
     candidate_features as candidate_features,
     load_ranker as load_ranker,
     save_ranker as save_ranker,
+    unit_key as unit_key,
 )
 from .retrieval import (
     QueryEmbedder as QueryEmbedder,

@@ -91,7 +91,13 @@ INTENT_BONUS = {"penalty": 0.3, "implementation": 0.5, "cross_reference": 0.3,
                 "commencement": 0.3}  # fmt: skip
 # Every feature of a candidate, in a fixed order (a learned ranker's weights follow it).
 FEATURES = ("fused", "exact", "title", "text", "authority", "expanded_only", *INTENT_BONUS,
-            *(f"rr_{r}" for r in RETRIEVERS), "closeness", "family", "graph", "hand")  # fmt: skip
+            *(f"rr_{r}" for r in RETRIEVERS), "closeness", "family", "graph", "hub",
+            "hand")  # fmt: skip
+
+
+def unit_key(row: Mapping[str, Any]) -> str:
+    """A unit of the store as a learned ranker's tables name it: jurisdiction, document, label."""
+    return f"{row.get('jurisdiction')}:{row.get('document_key')}:{row.get('section_label')}"
 
 
 def candidate_features(
@@ -100,12 +106,15 @@ def candidate_features(
     top: float | None = None,
     terms: Sequence[str] | None = None,
     weights: TermWeights | None = None,
+    hubs: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """The candidate's features, unweighted, by name (:data:`FEATURES`): its fused rank over
     the best (``top``), an exact reference, the share of the question's terms in its title and
     in its text (each term by its ``weights``, when given), its authority, expansion alone,
     each intent it answers (0/1), its reciprocal rank in each retriever, its closeness to the
-    question (1 - cosine distance) and how it was reached."""
+    question (1 - cosine distance), how it was reached, and how much of a hub it is (``hubs``
+    by :func:`unit_key`: the share of the corpus's own questions whose first three it is among
+    whatever they ask, ``rank.train.hubness``; 0 without a table)."""
     terms = scoring_terms(query) if terms is None else terms
     authority = authority_of(
         str(c.row.get("doc_type") or ""), str(c.row.get("unit")), query.asks_about
@@ -122,6 +131,7 @@ def candidate_features(
         "closeness": 1.0 - c.distance if c.distance is not None else 0.0,
         "family": 1.0 if c.via == "family" else 0.0,
         "graph": 1.0 if c.via and c.via.startswith("graph:") else 0.0,
+        "hub": hubs.get(unit_key(c.row), 0.0) if hubs else 0.0,
     }
     out["hand"] = hand_score(out)
     return out
@@ -206,6 +216,9 @@ class LinearReranker:
     # the confidence model fitted under this ranking on the mined questions when it was
     # promoted, its thresholds chosen on dev (ConfidenceModel.as_yaml; None: the packaged one)
     confidence_model: dict[str, Any] | None = None
+    # each unit's "hub" feature (unit_key -> share), measured on the mined questions it was
+    # fitted on (rank.train.hubness); None: every unit's is 0
+    hubs: dict[str, float] | None = None
 
     def rerank(
         self, query: Query, candidates: list[Candidate], weights: TermWeights | None = None
@@ -213,7 +226,7 @@ class LinearReranker:
         top = max((c.fused for c in candidates), default=0.0) or 1.0
         terms = scoring_terms(query)
         for c in candidates:
-            f = candidate_features(query, c, top, terms, weights)
+            f = candidate_features(query, c, top, terms, weights, self.hubs)
             c.why = {name: w * f[name] for name, w in self.weights.items() if name in f}
             c.why["intercept"] = self.intercept
             total = sum(c.why.values())
@@ -232,6 +245,8 @@ class LinearReranker:
             payload["confidence_thresholds"] = self.confidence_thresholds
         if self.confidence_model:
             payload["confidence_model"] = self.confidence_model
+        if self.hubs:
+            payload["hubs"] = self.hubs
         return payload
 
 
@@ -281,7 +296,9 @@ def load_ranker(path: Path) -> LinearReranker:
                           str(payload["version"]), output,
                           confidence_thresholds={k: float(v) for k, v in thresholds.items()}
                           if thresholds else None,
-                          confidence_model=own)  # fmt: skip
+                          confidence_model=own,
+                          hubs={k: float(v) for k, v in payload["hubs"].items()}
+                          if payload.get("hubs") else None)  # fmt: skip
 
 
 @dataclass

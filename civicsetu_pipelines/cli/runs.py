@@ -152,7 +152,11 @@ def materialize(
                 console.print(f"    [yellow]warning: {asset}:{check}[/yellow]")
         if outcome.status == "failed":
             failures.append(outcome.jurisdiction)
-    if reports and any(o.status == "ok" for o in outcomes):
+    any_served = any(o.served for o in outcomes)
+    if reports and not any_served:
+        console.print("[red]--reports: no jurisdiction is served, so the reports were not "
+                      "run[/red]")  # fmt: skip
+    if reports and any_served:  # an up-to-date store is scored as well as a changed one
         reports_at = settings.state_dir / "reports"
         for job_name, what, where in (
             ("answers_job", "answering the sample questions", reports_at / "answers.json"),

@@ -45,6 +45,7 @@ def ranking_key(reranker: Any) -> str:
         "weights": getattr(reranker, "weights", None),
         "intercept": getattr(reranker, "intercept", None),
         "output": getattr(reranker, "output", None),
+        "hubs": getattr(reranker, "hubs", None),
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

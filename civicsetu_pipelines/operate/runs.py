@@ -65,6 +65,11 @@ class PartitionOutcome:
     workers: list[str] = field(default_factory=list)  # the Celery workers that ran its steps
     error: str | None = None  # why a failed run failed, as Dagster recorded it
 
+    @property
+    def served(self) -> bool:
+        """Its rows are served: its run succeeded now, or earlier with the same inputs."""
+        return self.status in ("ok", "up_to_date")
+
 
 @dataclass(frozen=True)
 class RemoteExecution:

@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from civicsetu_pipelines.answer import (
     QuestionError,
     TermWeights,
     candidate_features,
+    unit_key,
 )
 from civicsetu_pipelines.evaluate import ALPHA, ScopedMemo, paired_changes, paired_test, ranking_key
 from civicsetu_pipelines.rank.pairs import TrainingQuery
@@ -55,6 +56,7 @@ HARD_NEGATIVES = 10
 BLENDS = (0.1, 0.25)
 ALL_VARIANTS = (*VARIANTS, ("pairs-c1", 1.0, "pairs", ()))
 ALL_BLENDS = (0.1, 0.25, 0.5)
+HUB_TOP = 3  # a hub: how often a unit is among the first HUB_TOP the hand-set ranking serves
 
 
 def blend(learned: LinearReranker, weight: float) -> LinearReranker:
@@ -62,7 +64,7 @@ def blend(learned: LinearReranker, weight: float) -> LinearReranker:
     weights = {name: weight * w for name, w in learned.weights.items()}
     weights["hand"] = weights.get("hand", 0.0) + 1.0
     return LinearReranker(weights, weight * learned.intercept, f"{learned.version}+{weight}",
-                          output="score")  # fmt: skip
+                          output="score", hubs=learned.hubs)  # fmt: skip
 
 
 @dataclass
@@ -74,6 +76,56 @@ class QueryCandidates:
     labels: np.ndarray
 
 
+class Collected(NamedTuple):
+    """What :func:`collect` records: the questions that teach (an answer among their
+    candidates), their ``hub`` feature filled in, and the hub table a ranker fitted on them
+    serves (:func:`hubness`)."""
+
+    examples: list[QueryCandidates]
+    hubs: dict[str, float]
+
+
+_HUB = FEATURES.index("hub")
+_HAND = FEATURES.index("hand")
+
+
+def hubness(recorded: Sequence[Sequence[tuple[list[float], str, str, str]]]) -> tuple[
+    dict[str, float], list[list[float]]
+]:  # fmt: skip
+    """How much of a hub each unit is: the share of the questions asked in its jurisdiction
+    (those with a candidate of it) whose first :data:`HUB_TOP` units by the hand-set score it
+    is among. A long, general provision ("Establishment of Appellate Tribunal", the
+    definitions) stands first for questions of every kind; the ranker learns from the mined
+    questions' answers how little that says (hubness in nearest-neighbour retrieval: a few
+    points near everything). No label is read. ``recorded``: each question's candidates
+    (features, jurisdiction, label, :func:`unit_key`). Returns the table (what is served) and
+    each candidate's value with its own question left out (what it is trained on, as a served
+    question is never in the table)."""
+    tops: list[set[str]] = []
+    places: list[set[str]] = []
+    for rows in recorded:
+        order = sorted(range(len(rows)), key=lambda k: -rows[k][0][_HAND])
+        tops.append({rows[k][3] for k in order[:HUB_TOP]})
+        places.append({j for _, j, _, _ in rows})
+    count: dict[str, int] = {}
+    for top in tops:
+        for key in top:
+            count[key] = count.get(key, 0) + 1
+    asked: dict[str, int] = {}
+    for place in places:
+        for j in place:
+            asked[j] = asked.get(j, 0) + 1
+    table = {key: round(n / asked[key.split(":", 1)[0]], 6) for key, n in sorted(count.items())}
+    left_out = []
+    for rows, top in zip(recorded, tops, strict=True):
+        values = []
+        for _, j, _, key in rows:
+            own = 1 if key in top else 0
+            values.append((count.get(key, 0) - own) / max(1, asked.get(j, 0) - 1))
+        left_out.append(values)
+    return table, left_out
+
+
 class _Recorder:
     """A reranker that records every candidate's features and reranks as ``inner`` does."""
 
@@ -81,7 +133,7 @@ class _Recorder:
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.last: list[tuple[list[float], str, str]] | None = None
+        self.last: list[tuple[list[float], str, str, str]] | None = None
 
     def rerank(
         self, query: Any, candidates: list[Candidate], weights: TermWeights | None = None
@@ -91,7 +143,7 @@ class _Recorder:
         for c in candidates:
             f = candidate_features(query, c, top, weights=weights)
             self.last.append(([f[name] for name in FEATURES], str(c.row["jurisdiction"]),
-                              str(c.row["section_label"])))  # fmt: skip
+                              str(c.row["section_label"]), unit_key(c.row)))  # fmt: skip
         ranked: list[Candidate] = self.inner.rerank(query, candidates, weights)
         return ranked
 
@@ -101,15 +153,16 @@ def collect(
     queries: Sequence[TrainingQuery],
     progress: Callable[[int, int], None] | None = None,
     memo: ScopedMemo | None = None,
-) -> list[QueryCandidates]:
+) -> Collected:
     """Each question asked once (top 10, as evaluation asks); its candidates recorded. A
     question refused before retrieval, or whose answers no retriever brought, teaches nothing
-    and is left out. With a ``memo``, a question whose jurisdictions serve what they served
-    when it was last asked keeps the candidates it got then."""
+    and is left out (it still counts in :func:`hubness`). With a ``memo``, a question whose
+    jurisdictions serve what they served when it was last asked keeps the candidates it got
+    then."""
     recorder = _Recorder(DeterministicReranker())
     previous = engine.use_reranker(recorder)
     ranking = ranking_key(DeterministicReranker())
-    out: list[QueryCandidates] = []
+    asked: list[tuple[TrainingQuery, list[tuple[list[float], str, str, str]]]] = []
     try:
         for i, q in enumerate(queries):
             key = memo.key(q.query, engine.scope_of(q.query), ranking) if memo else ""
@@ -127,22 +180,26 @@ def collect(
                     memo.put(key, (recorded,))
             if progress is not None and (i + 1) % 100 == 0:
                 progress(i + 1, len(queries))
-            if not recorded:
-                continue
-            wanted = set(q.positives)
-            labels = np.array([1.0 if (j, s) in wanted else 0.0 for _, j, s in recorded])
-            if labels.sum() == 0:
-                continue
-            rows = np.array([f for f, _, _ in recorded], dtype=np.float64)
-            out.append(QueryCandidates(q, rows, labels))
+            if recorded:
+                asked.append((q, recorded))
     finally:
         engine.use_reranker(previous)
-    return out
+    table, left_out = hubness([recorded for _, recorded in asked])
+    out: list[QueryCandidates] = []
+    for (q, recorded), hubs in zip(asked, left_out, strict=True):
+        wanted = set(q.positives)
+        labels = np.array([1.0 if (j, s) in wanted else 0.0 for _, j, s, _ in recorded])
+        if labels.sum() == 0:
+            continue
+        rows = np.array([f for f, _, _, _ in recorded], dtype=np.float64)
+        rows[:, _HUB] = hubs
+        out.append(QueryCandidates(q, rows, labels))
+    return Collected(out, table)
 
 
 def fit(
     examples: Sequence[QueryCandidates], c: float, how: str = "points",
-    leave_out: Sequence[str] = (), version: str = "",
+    leave_out: Sequence[str] = (), version: str = "", hubs: Mapping[str, float] | None = None,
 ) -> LinearReranker:  # fmt: skip
     """A logistic model over the candidates' features (``how``: "points", "balanced" points, or
     "pairs": an answer's features minus a hard negative's, so the model learns which of two
@@ -168,7 +225,8 @@ def fit(
     coef = model.coef_[0] / scale
     intercept = float(model.intercept_[0] - np.sum(model.coef_[0] * mean / scale))
     weights = {FEATURES[i]: round(float(w), 6) for i, w in zip(keep, coef, strict=True)}
-    return LinearReranker(weights, round(intercept, 6), version)
+    served = dict(hubs) if hubs and "hub" in weights else None  # the table its weight reads
+    return LinearReranker(weights, round(intercept, 6), version, hubs=served)
 
 
 def _pairs(examples: Sequence[QueryCandidates]) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ from civicsetu_pipelines.answer.ranking import (
     load_ranker,
     make_reranker,
     save_ranker,
+    unit_key,
 )
 from civicsetu_pipelines.evaluate.significance import bootstrap_ci, paired_test
 from civicsetu_pipelines.rank.pairs import (
@@ -36,6 +37,7 @@ from civicsetu_pipelines.rank.train import (
     blend,
     collect,
     fit,
+    hubness,
     mean_reciprocal_rank,
     promotion,
 )
@@ -102,6 +104,47 @@ def test_a_ranker_file_is_checksummed_and_a_changed_one_is_never_served(tmp_path
         load_ranker(path)
 
 
+def test_a_hub_is_a_unit_first_for_questions_of_every_kind_counted_without_its_own() -> None:
+    """rank.train.hubness: the share of the questions asked in a unit's jurisdiction whose
+    first three (by the hand-set score) it is among; each question's own value leaves it out,
+    as a served question is never in the table."""
+    hand = FEATURES.index("hand")
+
+    def row(score: float, j: str, label: str) -> tuple[list[float], str, str, str]:
+        f = [0.0] * len(FEATURES)
+        f[hand] = score
+        return f, j, label, f"{j}:doc:{label}"
+
+    general = [[row(3, "CENTRAL", "Section 43"), row(2, "CENTRAL", f"Section {n}"),
+                row(1, "CENTRAL", f"Section {n + 1}"), row(0, "CENTRAL", "Section 99")]
+               for n in (45, 53, 55, 58)]  # fmt: skip
+    state = [[row(1, "GUJARAT", "Rule 3"), row(0, "CENTRAL", "Section 43")]]
+    table, left_out = hubness([*general, *state])
+    assert table["CENTRAL:doc:Section 43"] == pytest.approx(5 / 5)  # first three of all five
+    assert table["CENTRAL:doc:Section 45"] == pytest.approx(1 / 5)
+    assert "CENTRAL:doc:Section 99" not in table  # never among the first three
+    assert table["GUJARAT:doc:Rule 3"] == pytest.approx(1 / 1)  # of Gujarat's one question
+    assert left_out[0][0] == pytest.approx(4 / 4) and left_out[0][1] == pytest.approx(0 / 4)
+    assert left_out[0][3] == 0.0 and left_out[4][0] == 0.0  # Gujarat's only question: none else
+
+
+def test_a_rankers_hub_table_is_read_by_unit_and_travels_in_its_file(tmp_path: Path) -> None:
+    query = understand("Can the tribunal review its own decision?", known_jurisdictions=KNOWN)
+    general = _candidate("Section 44", title="Appeals to Appellate Tribunal", fused=0.03)
+    review = _candidate("Section 53", title="Powers of Tribunal", fused=0.03)
+    hubs = {unit_key(general.row): 0.2}
+    assert candidate_features(query, general, top=0.03, hubs=hubs)["hub"] == 0.2
+    assert candidate_features(query, review, top=0.03, hubs=hubs)["hub"] == 0.0
+    ranker = LinearReranker({"hub": -10.0, "fused": 1.0}, 0.0, "h", hubs=hubs)
+    assert ranker.rerank(query, [general, review])[0] is review
+    assert general.why["hub"] == pytest.approx(-2.0)
+    assert blend(ranker, 0.1).hubs == hubs  # a blend serves the table its learned part read
+    path = tmp_path / "ranker.json"
+    save_ranker(ranker, path)
+    assert load_ranker(path).hubs == hubs
+    assert fit(_examples(30, seed=3), 1.0, "points", leave_out=("hub",), hubs=hubs).hubs is None
+
+
 def _examples(n: int, seed: int) -> list[QueryCandidates]:
     """Questions whose answer is the candidate with the most title overlap, among candidates
     whose fused rank says nothing."""
@@ -121,10 +164,12 @@ def _examples(n: int, seed: int) -> list[QueryCandidates]:
 
 @pytest.mark.parametrize("how", ["points", "balanced", "pairs"])
 def test_fitting_learns_the_feature_that_decides(how: str) -> None:
-    train, held = _examples(60, seed=1), _examples(20, seed=2)
+    # 300 questions: with fewer, the weights the noise features get (25 of them) move the
+    # held-back MRR between 0.74 and 0.95 from one seed to the next
+    train, held = _examples(300, seed=1), _examples(40, seed=2)
     ranker = fit(train, 1.0, how, version="t")
     assert ranker.weights["title"] > 5 * abs(ranker.weights["fused"])
-    assert mean_reciprocal_rank(ranker, held) > 0.9
+    assert mean_reciprocal_rank(ranker, held) > 0.85
     again = fit(train, 1.0, how, version="t")
     assert again.weights == ranker.weights  # deterministic: same inputs, same weights
     left = fit(train, 1.0, how, leave_out=("title",), version="t")
@@ -232,11 +277,11 @@ def test_the_training_path_on_a_handful_of_questions(corpus_store: Any, tmp_path
         queries = mine_training_queries(conn, "rera_act_2016")
     handful = [q for q in queries if q.source in {"title", "faq"}][::12][:30]
     with QueryEngine(corpus_store.database_url, corpus_store.query_embedder()) as engine:
-        examples = collect(engine, handful)
+        examples, hubs = collect(engine, handful)
         assert len(examples) >= 15
         assert all(e.features.shape[1] == len(FEATURES) and e.labels.sum() >= 1 for e in examples)
         assert isinstance(engine.reranker, DeterministicReranker)  # put back after recording
-        ranker = fit(examples, 1.0, "pairs", version="handful")
+        ranker = fit(examples, 1.0, "pairs", version="handful", hubs=hubs)
         path = tmp_path / "ranker.json"
         save_ranker(ranker, path)
         engine.use_reranker(load_ranker(path))
@@ -286,7 +331,8 @@ def test_a_rankings_confidence_model_is_fitted_under_it(corpus_store: Any, tmp_p
            if g.split == "dev" and not g.expect_refusal and g.governing][::6]  # fmt: skip
     said: list[str] = []
     with QueryEngine(corpus_store.database_url, corpus_store.query_embedder()) as engine:
-        ranker = fit(collect(engine, handful), 1.0, "points", version="calibrated")
+        examples, hubs = collect(engine, handful)
+        ranker = fit(examples, 1.0, "points", version="calibrated", hubs=hubs)
         engine.use_reranker(ranker)
         fitted = calibrate(engine, handful, dev, progress=said.append)
         assert engine.confidence_model is fitted.model  # the levels it gives from now on

@@ -161,7 +161,7 @@ def learned_ranker(
         asked = open_memo(memo_dir / "ranker-candidates.pkl", engine, conn, model=model)
         scored = open_memo(memo_dir / "ranker-golden.pkl", engine, conn, model=model)
         engine.use_reranker(DeterministicReranker())
-        examples = collect(
+        examples, hubs = collect(
             engine, queries, progress=lambda i, n: context.log.info(f"asked {i}/{n}"), memo=asked
         )
         if asked is not None:
@@ -196,7 +196,7 @@ def learned_ranker(
             held = [e for e in examples if e.query.held_back]
             table, best = [], None
             for name, c, how, leave_out in variants:
-                base = fit(train, c, how, leave_out, version=f"{version}:{name}")
+                base = fit(train, c, how, leave_out, version=f"{version}:{name}", hubs=hubs)
                 tried = [(name, base)]
                 tried += [(f"hand-set + {w} x {name}", blend(base, w)) for w in blends]
                 for label, ranker in tried:
