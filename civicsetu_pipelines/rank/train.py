@@ -95,12 +95,13 @@ def hubness(recorded: Sequence[Sequence[tuple[list[float], str, str, str]]]) -> 
     """How much of a hub each unit is: the share of the questions asked in its jurisdiction
     (those with a candidate of it) whose first :data:`HUB_TOP` units by the hand-set score it
     is among. A long, general provision ("Establishment of Appellate Tribunal", the
-    definitions) stands first for questions of every kind; the ranker learns from the mined
-    questions' answers how little that says (hubness in nearest-neighbour retrieval: a few
-    points near everything). No label is read. ``recorded``: each question's candidates
-    (features, jurisdiction, label, :func:`unit_key`). Returns the table (what is served) and
-    each candidate's value with its own question left out (what it is trained on, as a served
-    question is never in the table)."""
+    definitions) stands first for questions of every kind (hubness in nearest-neighbour
+    retrieval: a few points near everything); the ranker learns from the mined questions'
+    answers what that says (measured: such a unit is more often their answer, not less,
+    BENCHMARKS.md "How much of a hub a unit is"). No label is read here. ``recorded``: each
+    question's candidates (features, jurisdiction, label, :func:`unit_key`). Returns the table
+    (what is served) and each candidate's value with its own question left out (what it is
+    trained on, as a served question is never in the table)."""
     tops: list[set[str]] = []
     places: list[set[str]] = []
     for rows in recorded:
@@ -204,7 +205,8 @@ def fit(
     """A logistic model over the candidates' features (``how``: "points", "balanced" points, or
     "pairs": an answer's features minus a hard negative's, so the model learns which of two
     units answers), returned as raw-feature weights (a feature's contribution is its weight
-    times its value)."""
+    times its value). ``hubs``: the table the examples' ``hub`` values were read from
+    (:class:`Collected`), served with the ranker when it weighs that feature."""
     from sklearn.linear_model import LogisticRegression
     from sklearn.preprocessing import StandardScaler
 
