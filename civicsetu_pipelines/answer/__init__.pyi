@@ -10,6 +10,7 @@ from .answers import (
 from .candidates import (
     Candidate as Candidate,
     TermWeights as TermWeights,
+    full_name as full_name,
 )
 from .citations import (
     quote_in as quote_in,
@@ -38,7 +39,7 @@ from .ranking import (
     candidate_features as candidate_features,
     load_ranker as load_ranker,
     save_ranker as save_ranker,
-    unit_key as unit_key,
+    unit_name as unit_name,
 )
 from .retrieval import (
     QueryEmbedder as QueryEmbedder,

@@ -99,6 +99,12 @@ class TermWeights:
         return weight
 
 
+def full_name(jurisdiction: str, document: str, label: str) -> str:
+    """A unit's full name: "JURISDICTION:document_key:Label" (what scoring and a learned
+    ranker's tables name it by)."""
+    return f"{jurisdiction}:{document}:{label}"
+
+
 def search_terms(query: Query) -> list[str]:
     """The question's terms followed by the statute's words for its lay terms (no duplicates,
     order kept): what full-text search looks for."""

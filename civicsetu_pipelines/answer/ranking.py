@@ -25,6 +25,7 @@ from civicsetu_pipelines.answer.candidates import (
     Candidate,
     GaveWay,
     TermWeights,
+    full_name,
     scoring_terms,
     term_overlap,
 )
@@ -95,9 +96,10 @@ FEATURES = ("fused", "exact", "title", "text", "authority", "expanded_only", *IN
             "hand")  # fmt: skip
 
 
-def unit_key(row: Mapping[str, Any]) -> str:
-    """A unit of the store as a learned ranker's tables name it: jurisdiction, document, label."""
-    return f"{row.get('jurisdiction')}:{row.get('document_key')}:{row.get('section_label')}"
+def unit_name(row: Mapping[str, Any]) -> str:
+    """A unit of the store as a learned ranker's tables name it (:func:`full_name`)."""
+    return full_name(str(row.get("jurisdiction")), str(row.get("document_key")),
+                     str(row.get("section_label")))  # fmt: skip
 
 
 def candidate_features(
@@ -113,7 +115,7 @@ def candidate_features(
     in its text (each term by its ``weights``, when given), its authority, expansion alone,
     each intent it answers (0/1), its reciprocal rank in each retriever, its closeness to the
     question (1 - cosine distance), how it was reached, and how much of a hub it is (``hubs``
-    by :func:`unit_key`: the share of the corpus's own questions whose first three it is among
+    by :func:`unit_name`: the share of the corpus's own questions whose first three it is among
     whatever they ask, ``rank.train.hubness``; 0 without a table)."""
     terms = scoring_terms(query) if terms is None else terms
     authority = authority_of(
@@ -131,7 +133,7 @@ def candidate_features(
         "closeness": 1.0 - c.distance if c.distance is not None else 0.0,
         "family": 1.0 if c.via == "family" else 0.0,
         "graph": 1.0 if c.via and c.via.startswith("graph:") else 0.0,
-        "hub": hubs.get(unit_key(c.row), 0.0) if hubs else 0.0,
+        "hub": hubs.get(unit_name(c.row), 0.0) if hubs else 0.0,
     }
     out["hand"] = hand_score(out)
     return out
@@ -216,7 +218,7 @@ class LinearReranker:
     # the confidence model fitted under this ranking on the mined questions when it was
     # promoted, its thresholds chosen on dev (ConfidenceModel.as_yaml; None: the packaged one)
     confidence_model: dict[str, Any] | None = None
-    # each unit's "hub" feature (unit_key -> share), measured on the mined questions it was
+    # each unit's "hub" feature (unit_name -> share), measured on the mined questions it was
     # fitted on (rank.train.hubness); None: every unit's is 0
     hubs: dict[str, float] | None = None
 

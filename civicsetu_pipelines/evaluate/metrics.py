@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from rapidfuzz.distance import Levenshtein
 
+from civicsetu_pipelines.answer import full_name
+
 if TYPE_CHECKING:
     from civicsetu_pipelines.answer import Candidate, LLMSettings
 
@@ -181,11 +183,6 @@ class UnitName:
     def matches(self, jurisdiction: str, document: str, label: str) -> bool:
         return (self.jurisdiction == jurisdiction and self.label == label
                 and self.document in (None, document))  # fmt: skip
-
-
-def full_name(jurisdiction: str, document: str, label: str) -> str:
-    """A unit's full name: "JURISDICTION:document_key:Label"."""
-    return f"{jurisdiction}:{document}:{label}"
 
 
 def scored_name(wanted: Sequence[str], jurisdiction: str, document: str, label: str) -> str:

@@ -28,7 +28,7 @@ from civicsetu_pipelines.answer import (
     QuestionError,
     TermWeights,
     candidate_features,
-    unit_key,
+    unit_name,
 )
 from civicsetu_pipelines.evaluate import ALPHA, ScopedMemo, paired_changes, paired_test, ranking_key
 from civicsetu_pipelines.rank.pairs import TrainingQuery
@@ -99,7 +99,7 @@ def hubness(recorded: Sequence[Sequence[tuple[list[float], str, str, str]]]) -> 
     retrieval: a few points near everything); the ranker learns from the mined questions'
     answers what that says (measured: such a unit is more often their answer, not less,
     BENCHMARKS.md "How much of a hub a unit is"). No label is read here. ``recorded``: each
-    question's candidates (features, jurisdiction, label, :func:`unit_key`). Returns the table
+    question's candidates (features, jurisdiction, label, :func:`unit_name`). Returns the table
     (what is served) and each candidate's value with its own question left out (what it is
     trained on, as a served question is never in the table)."""
     tops: list[set[str]] = []
@@ -144,7 +144,7 @@ class _Recorder:
         for c in candidates:
             f = candidate_features(query, c, top, weights=weights)
             self.last.append(([f[name] for name in FEATURES], str(c.row["jurisdiction"]),
-                              str(c.row["section_label"]), unit_key(c.row)))  # fmt: skip
+                              str(c.row["section_label"]), unit_name(c.row)))  # fmt: skip
         ranked: list[Candidate] = self.inner.rerank(query, candidates, weights)
         return ranked
 

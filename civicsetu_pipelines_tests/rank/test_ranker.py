@@ -23,7 +23,7 @@ from civicsetu_pipelines.answer.ranking import (
     load_ranker,
     make_reranker,
     save_ranker,
-    unit_key,
+    unit_name,
 )
 from civicsetu_pipelines.evaluate.significance import bootstrap_ci, paired_test
 from civicsetu_pipelines.rank.pairs import (
@@ -132,7 +132,7 @@ def test_a_rankers_hub_table_is_read_by_unit_and_travels_in_its_file(tmp_path: P
     query = understand("Can the tribunal review its own decision?", known_jurisdictions=KNOWN)
     general = _candidate("Section 44", title="Appeals to Appellate Tribunal", fused=0.03)
     review = _candidate("Section 53", title="Powers of Tribunal", fused=0.03)
-    hubs = {unit_key(general.row): 0.2}
+    hubs = {unit_name(general.row): 0.2}
     assert candidate_features(query, general, top=0.03, hubs=hubs)["hub"] == 0.2
     assert candidate_features(query, review, top=0.03, hubs=hubs)["hub"] == 0.0
     ranker = LinearReranker({"hub": -10.0, "fused": 1.0}, 0.0, "h", hubs=hubs)
