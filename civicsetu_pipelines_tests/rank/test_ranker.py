@@ -164,12 +164,13 @@ def _examples(n: int, seed: int) -> list[QueryCandidates]:
 
 @pytest.mark.parametrize("how", ["points", "balanced", "pairs"])
 def test_fitting_learns_the_feature_that_decides(how: str) -> None:
-    # 300 questions: with fewer, the weights the noise features get (25 of them) move the
-    # held-back MRR between 0.74 and 0.95 from one seed to the next
-    train, held = _examples(300, seed=1), _examples(40, seed=2)
+    # 1,000 questions: with 60, the weights the noise features get (25 of them) moved the
+    # held-back MRR between 0.74 and 0.95 from one seed to the next; with 1,000 it is above
+    # 0.9 for every seed tried (1, 3, 5, 7), each way of fitting
+    train, held = _examples(1000, seed=1), _examples(40, seed=2)
     ranker = fit(train, 1.0, how, version="t")
     assert ranker.weights["title"] > 5 * abs(ranker.weights["fused"])
-    assert mean_reciprocal_rank(ranker, held) > 0.85
+    assert mean_reciprocal_rank(ranker, held) > 0.9
     again = fit(train, 1.0, how, version="t")
     assert again.weights == ranker.weights  # deterministic: same inputs, same weights
     left = fit(train, 1.0, how, leave_out=("title",), version="t")
