@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -103,27 +104,20 @@ def hubness(recorded: Sequence[Sequence[tuple[list[float], str, str, str]]]) -> 
     (what is served) and each candidate's value with its own question left out (what it is
     trained on, as a served question is never in the table)."""
     tops: list[set[str]] = []
-    places: list[set[str]] = []
+    count: Counter[str] = Counter()  # questions whose first HUB_TOP a unit is among
+    asked: Counter[str] = Counter()  # questions with a candidate of the jurisdiction
+    home: dict[str, str] = {}  # each unit's jurisdiction
     for rows in recorded:
         order = sorted(range(len(rows)), key=lambda k: -rows[k][0][_HAND])
         tops.append({rows[k][3] for k in order[:HUB_TOP]})
-        places.append({j for _, j, _, _ in rows})
-    count: dict[str, int] = {}
-    for top in tops:
-        for key in top:
-            count[key] = count.get(key, 0) + 1
-    asked: dict[str, int] = {}
-    for place in places:
-        for j in place:
-            asked[j] = asked.get(j, 0) + 1
-    table = {key: round(n / asked[key.split(":", 1)[0]], 6) for key, n in sorted(count.items())}
-    left_out = []
-    for rows, top in zip(recorded, tops, strict=True):
-        values = []
-        for _, j, _, key in rows:
-            own = 1 if key in top else 0
-            values.append((count.get(key, 0) - own) / max(1, asked.get(j, 0) - 1))
-        left_out.append(values)
+        count.update(tops[-1])
+        asked.update({j for _, j, _, _ in rows})
+        home.update((key, j) for _, j, _, key in rows)
+    table = {key: round(n / asked[home[key]], 6) for key, n in sorted(count.items())}
+    left_out = [
+        [(count[key] - (key in top)) / max(1, asked[j] - 1) for _, j, _, key in rows]
+        for rows, top in zip(recorded, tops, strict=True)
+    ]
     return table, left_out
 
 
