@@ -152,11 +152,10 @@ def materialize(
                 console.print(f"    [yellow]warning: {asset}:{check}[/yellow]")
         if outcome.status == "failed":
             failures.append(outcome.jurisdiction)
-    any_served = any(o.served for o in outcomes)
-    if reports and not any_served:
+    if reports and not any(o.served for o in outcomes):
         console.print("[red]--reports: no jurisdiction is served, so the reports were not "
                       "run[/red]")  # fmt: skip
-    if reports and any_served:  # an up-to-date store is scored as well as a changed one
+    elif reports:  # an up-to-date store is scored as well as a changed one
         reports_at = settings.state_dir / "reports"
         for job_name, what, where in (
             ("answers_job", "answering the sample questions", reports_at / "answers.json"),
