@@ -23,6 +23,7 @@ domain code, deterministic: the same questions give the same halves in any order
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -44,13 +45,18 @@ from civicsetu_pipelines.evaluate.scoring import (
 CONFLICT_WEIGHT = 0.5
 
 
+# A form's numbered paragraph ("KARNATAKA:Agreement For Sale para 12") is split with its form:
+# the clauses of one model agreement read alike, so the whole agreement sits on one side.
+_FORM_PARAGRAPH = re.compile(r" para \d+$")
+
+
 def provision_group(q: GoldenQuestion) -> str:
-    """The group a question is split with: its first governing provision, else its first
-    expected unit, else the question itself (a refusal)."""
+    """The group a question is split with: its first governing provision (a form's paragraph:
+    the form), else its first expected unit, else the question itself (a refusal)."""
     if q.governing:
-        return q.governing[0]
+        return _FORM_PARAGRAPH.sub("", q.governing[0])
     if q.expected_sections:
-        return q.expected_sections[0]
+        return _FORM_PARAGRAPH.sub("", q.expected_sections[0])
     return f"question:{q.id}"
 
 

@@ -98,14 +98,17 @@ class _Node:
 
 def compact_label(label: str) -> str:
     """``"Section 13(2)"`` -> ``"S13(2)"``, ``"Rule 9"`` -> ``"R9"``, ``"Form A (part 2)"`` ->
-    ``"FA.2"``, ``"Annexure (part 4)"`` -> ``"Anx.4"``; unknown kinds are cut to 12
-    characters."""
+    ``"FA.2"``, ``"Annexure (part 4)"`` -> ``"Anx.4"``, a form's paragraph ``"Annexure A para
+    12"`` -> ``"AnxA¶12"``; unknown kinds are cut to 12 characters."""
     text = re.sub(r"\s*\(part\s+(\d+)\)", r".\1", label.strip(), flags=re.IGNORECASE)
+    text = re.sub(r"\s+para\s+(\d+)", r"¶\1", text)
     match = re.match(r"([A-Za-z]+)(.*)", text, flags=re.DOTALL)
     head, rest = (match.group(1), match.group(2)) if match else (text, "")
     short = _ABBREVIATIONS.get(head.lower())
-    if short is None:
-        return text if len(text) <= 12 else text[:11] + "…"
+    if short is None:  # cut to 12 characters, a paragraph's number kept
+        tail = text[text.index("¶") :] if "¶" in text else ""
+        base = text[: len(text) - len(tail)]
+        return text if len(text) <= 12 else base[: max(1, 11 - len(tail))] + "…" + tail
     return short + rest.replace(" ", "")
 
 

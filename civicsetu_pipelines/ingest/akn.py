@@ -21,10 +21,11 @@ section ``sec_18`` (regulations are marked up as sections, as Laws.Africa does),
 ``rule_16``; numbered sub-units ``__subsec_1`` / ``__subrule_1``, lettered ones ``__para_a``,
 inside those ``__subpara_i``, then ``__point_x``; an FAQ question ``question_4`` (a
 ``hcontainer`` named question), a judgment's or order's paragraph ``para_12``, the preamble
-``preamble``, a form, schedule or annexure an attachment ``att_form-a``; a long unit's further
-parts ``__p_2``. Derived from the parsed labels and legal paths only, so a unit keeps its eId
-across re-ingestion and across its points in time; :func:`assign_eids` makes them unique within
-a document (a suffix ``-2`` on a repeated one).
+``preamble``, a form, schedule or annexure an attachment ``att_form-a``, its own numbered
+paragraphs ``att_agreement-for-sale__para_12``; a long unit's further parts ``__p_2``. Derived
+from the parsed labels and legal paths only, so a unit keeps its eId across re-ingestion and
+across its points in time; :func:`assign_eids` makes them unique within a document (a suffix
+``-2`` on a repeated one).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ ELEMENT_OF = {
 
 _ACT_NUMBER = re.compile(r"\bNo\.?\s*(\d+[A-Za-z]?)\s+of\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 _PART = re.compile(r"^(.*?)\s*\(part (\d+)\)$")
+_FORM_PARA = re.compile(r"^(.*?)\s+para (\d+)$")  # a form's own numbered paragraph
 _DATE = re.compile(r"^[@:](\d{4}-\d{2}-\d{2})$")
 
 
@@ -209,6 +211,9 @@ def unit_eid(unit: str, legal_path: str) -> str:
         return f"{unit_eid(unit, part.group(1))}__p_{part.group(2)}"
     if path.lower() == "preamble":
         return "preamble"
+    para = _FORM_PARA.match(path) if unit == "form" else None
+    if para:  # a form's numbered paragraph: a paragraph of its attachment
+        return f"{unit_eid(unit, para.group(1))}__para_{para.group(2)}"
     prefix = UNIT_ELEMENTS.get(unit, ("hcontainer", _slug(unit).lower() or "unit"))[1]
     if unit == "page":  # "Page 3", "Page 3 (unassigned)"
         path = re.sub(r"^page\s+", "", path, flags=re.IGNORECASE)

@@ -571,19 +571,76 @@ def _same_parent(a: _Piece, b: _Piece) -> bool:
     return a.path[:-1] == b.path[:-1] or b.path[: len(a.path)] == a.path
 
 
+# A form's own numbered paragraphs ("12. DEFECT LIABILITY:" in a model agreement for sale, "3.
+# Address of the applicant" in an application): a row that opens with a number and a full stop.
+_FORM_PARAGRAPH = re.compile(r"^\s*(\d{1,3})\.\s+\S")
+FORM_PARAGRAPH_STEP = 3  # the most a number may advance over the last (a number print lost)
+MIN_FORM_PARAGRAPHS = 5  # fewer is a list inside the form, not the form's own numbering
+
+
+def form_paragraphs(stream: Stream, unit: Unit) -> list[tuple[int, int]]:
+    """The numbered paragraphs a form is written in, as (number, stream offset of its row): the
+    longest run of rows opening "1.", then each a number 1 to :data:`FORM_PARAGRAPH_STEP` above
+    the last, in the order of the document (the earliest of equally long runs). A list that
+    restarts at 1 (the witnesses' "1. Signature") or a number out of the run (a year, a list
+    item) is left inside its paragraph; fewer than :data:`MIN_FORM_PARAGRAPHS`: none."""
+    heads = [
+        (int(m.group(1)), row.start)
+        for row in stream.rows
+        if unit.start < row.start < unit.end and (m := _FORM_PARAGRAPH.match(row.text))
+    ]
+    runs: list[list[int]] = []  # the longest run ending at each head (indices into heads)
+    for i, (number, _) in enumerate(heads):
+        run = [i] if number == 1 else []
+        for j in range(i):
+            step = number - heads[j][0]
+            if 1 <= step <= FORM_PARAGRAPH_STEP and runs[j] and len(runs[j]) + 1 > len(run):
+                run = [*runs[j], i]
+        runs.append(run)
+    best = max(runs, key=len, default=[])
+    return [heads[i] for i in best] if len(best) >= MIN_FORM_PARAGRAPHS else []
+
+
 def _row_parts(stream: Stream, unit: Unit, max_chars: int) -> list[_Piece]:
-    """Cut a long unnumbered unit (a form, an annexure) at row boundaries into parts."""
+    """Cut a long unnumbered unit (a form, an annexure) into parts: along its own numbered
+    paragraphs (:func:`form_paragraphs`: ``Agreement For Sale para 12``) where it has them, and
+    each part longer than ``max_chars`` at row boundaries (``... (part 2)``)."""
     if len(stream.text[unit.start : unit.end].strip()) <= max_chars:
         return [_Piece((), unit.start, unit.end)]
-    cuts = [unit.start]
+    paragraphs = form_paragraphs(stream, unit) if unit.unit == "form" else []
+    if not paragraphs:
+        return _sized_parts(stream, (), unit.start, unit.end, max_chars)
+    starts = [start for _, start in paragraphs]
+    pieces = _sized_parts(stream, (), unit.start, starts[0], max_chars)
+    for (number, start), end in zip(paragraphs, [*starts[1:], unit.end], strict=True):
+        pieces += _sized_parts(stream, (f" para {number}",), start, end, max_chars)
+    return pieces
+
+
+def _sized_parts(
+    stream: Stream, path: tuple[str, ...], start: int, end: int, max_chars: int
+) -> list[_Piece]:
+    """``stream.text[start:end]`` cut at row boundaries into parts of about ``max_chars``: the
+    first labelled ``path``, the further ones ``path`` + `` (part N)``."""
+    cuts = [start]
     for row in stream.rows:
-        if unit.start < row.start < unit.end and row.start - cuts[-1] > max_chars * 0.8:
+        if start < row.start < end and row.start - cuts[-1] > max_chars * 0.8:
+            if len(stream.text[row.start : end].strip()) < MIN_CHARS:
+                break  # a few words left: they stay with the part before
             cuts.append(row.start)
-    bounds = [*cuts, unit.end]
+    bounds = [*cuts, end]
     return [
-        _Piece(() if n == 0 else (f" (part {n + 1})",), bounds[n], bounds[n + 1])
+        _Piece(path if n == 0 else (*path, f" (part {n + 1})"), bounds[n], bounds[n + 1])
         for n in range(len(cuts))
     ]
+
+
+def _section_label(unit: Unit, piece: _Piece) -> str:
+    """The unit a chunk is cited, scored and ranked as: its unit's label, or a form's numbered
+    paragraph (``Agreement For Sale para 12``: a model agreement is read by its clauses)."""
+    if unit.unit == "form" and piece.path and piece.path[0].startswith(" para "):
+        return unit.label + piece.path[0]
+    return unit.label
 
 
 def _label(unit: Unit, piece: _Piece) -> str:
@@ -685,7 +742,7 @@ def build_chunks(
                     number=unit.number,
                     legal_path=legal_path,
                     label=_label(unit, piece),
-                    section_label=unit.label,
+                    section_label=_section_label(unit, piece),
                     title=unit.title,
                     chapter=unit.chapter,
                     text=text,

@@ -23,8 +23,8 @@ _UNIT_WORDS = "|".join(sorted({kind.unit_label for kind in load_kinds().values()
 LABEL_PATTERN = (
     rf"^(?:(?:{_UNIT_WORDS}) \d{{1,3}}[A-Z]{{0,2}}"
     r"(?:\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))*(?:-\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))?"
-    r"|(?:Form|Annexure|Schedule|Appendix)(?: [A-Z0-9]{1,4})?(?: \[\d+\])?"
-    r"|[A-Z][A-Za-z ]{2,60}"
+    r"|(?:Form|Annexure|Schedule|Appendix)(?: [A-Z0-9]{1,4})?(?: \[\d+\])?(?: para \d{1,3})?"
+    r"|[A-Z][A-Za-z ]{2,60}(?: para \d{1,3})?"
     r"|Preamble|Order|Page \d+(?: \(unassigned\))?)(?: \(part \d+\))?$"
 )
 

@@ -541,8 +541,11 @@ def _attach(node: _Node, nodes: Mapping[str, _Node], top: list[_Node]) -> None:
 
 
 def _num(node: _Node) -> str:
+    """The number as printed: ``18.`` for a unit, ``(2)`` for a sub-unit, ``12.`` for a form's
+    paragraph."""
     token = node.eid.rsplit("__", 1)[-1].split("_", 1)[-1]
-    return f"({token})" if "__" in node.eid else f"{token}."
+    in_form = node.eid.startswith("att_") and node.eid.count("__") == 1
+    return f"({token})" if "__" in node.eid and not in_form else f"{token}."
 
 
 def _unit_element(node: _Node) -> Any:
@@ -599,7 +602,7 @@ def _hierarchy(rows: Sequence[Mapping[str, Any]], *, chapters: bool) -> list[Any
 
 def _attachments(doc: AknDocument, day: dt.date, rows: Sequence[Mapping[str, Any]]) -> Any:
     """Forms, schedules and annexures: one attachment each (its own ``doc`` with its work
-    component), the text and its parts each in a ``<p>``."""
+    component), the text and its parts each in a ``<p>``, its numbered paragraphs after them."""
     attachments = E.attachments()
     for node in _tree(rows):
         texts = ([E.p(str(node.row["text"]))] if node.row is not None else []) + [
@@ -608,7 +611,8 @@ def _attachments(doc: AknDocument, day: dt.date, rows: Sequence[Mapping[str, Any
         label = str((node.row or (node.parts[0] if node.parts else {})).get("section_label") or
                     node.eid)  # fmt: skip
         meta = E.meta(_identification(doc, day, component=node.eid))
-        sub = E.doc(meta, E.preface(E.p(label)), E.mainBody(*(texts or [E.p("")])), name="form")
+        body = E.mainBody(*(texts or [E.p("")]), *map(_unit_element, node.children))
+        sub = E.doc(meta, E.preface(E.p(label)), body, name="form")
         attachments.append(E.attachment(sub, eId=node.eid))
     return attachments
 

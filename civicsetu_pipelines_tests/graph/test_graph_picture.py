@@ -161,6 +161,8 @@ def test_markdown_embeds_the_png_or_names_the_file(tmp_path: Path) -> None:
         ("Rule 3(3)-(4)", "R3(3)-(4)"),
         ("Form A (part 2)", "FA.2"),
         ("Annexure (part 4)", "Anx.4"),
+        ("Annexure A para 12", "AnxA¶12"),
+        ("Agreement For Sale para 7 (part 2)", "Agreeme…¶7.2"),
         ("Preamble", "Pre"),
         ("Some unusual long label", "Some unusua…"),
     ],

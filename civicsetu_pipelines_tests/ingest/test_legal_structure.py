@@ -703,7 +703,7 @@ def test_forms_and_annexures_after_the_last_rule(tmp_path: Path) -> None:
 
 def test_long_form_is_cut_into_parts_at_row_boundaries(tmp_path: Path) -> None:
     form_rows: list[PageItem] = [
-        f"{n}. Particular number {n} of the project:" for n in range(1, 41)
+        f"Particular number {n} of the project to be given:" for n in range(1, 41)
     ]
     pages: list[list[PageItem]] = [
         ["1. Short title.- These rules may be called the Test Rules, 2017.", "FORM A", *form_rows]
@@ -716,6 +716,54 @@ def test_long_form_is_cut_into_parts_at_row_boundaries(tmp_path: Path) -> None:
     assert all(c.text.split("\n", 1)[0].endswith(":") or c is form[0] for c in form)
     joined = "\n".join(c.text for c in form)
     assert all(str(row) in joined for row in form_rows)
+
+
+def test_a_model_agreement_is_read_by_its_own_numbered_clauses(tmp_path: Path) -> None:
+    """A long form written in numbered paragraphs ("12. DEFECT LIABILITY:") is cut along them:
+    each paragraph a unit of its own (cited and scored as ``Annexure A para 12``), a long one
+    in parts, a number the print lost left inside the paragraph before, and a list that starts
+    again at 1 (the witnesses) or a number out of the run (a year) left where it stands."""
+    clause_rows: list[PageItem] = []
+    for n in [1, 2, 3, 5, 6, 7]:  # clause 4's number was not printed at a row's start
+        clause_rows.append(f"{n}. CLAUSE HEADING {n}:")
+        if n == 3:
+            clause_rows += ["The promoter shall hand over the records in the year", "2019. (sic)"]
+        lines = 12 if n == 6 else 1
+        clause_rows += [f"Text of clause {n}, line {i}, as the parties agreed it." for i in
+                        range(lines)]  # fmt: skip
+    clause_rows += ["WITNESSES:", "1. Signature ________", "2. Signature ________"]
+    pages: list[list[PageItem]] = [[
+        "1. Short title.- These rules may be called the Test Rules, 2017.",
+        "2. Agreement for sale.- The agreement shall be in the form of Annexure A.",
+        "ANNEXURE A", "AGREEMENT FOR SALE", "This Agreement is made between the parties.",
+        *clause_rows,
+    ]]  # fmt: skip
+    chunks, _ = pdf_chunks(tmp_path, pages, max_chars=400)
+    form = [c for c in chunks if c.unit == "form"]
+    assert [c.section_label for c in form] == [
+        "Annexure A", "Annexure A para 1", "Annexure A para 2", "Annexure A para 3",
+        "Annexure A para 5", "Annexure A para 6", "Annexure A para 6", "Annexure A para 7",
+    ]  # fmt: skip
+    assert [c.label for c in form][5:7] == ["Annexure A para 6", "Annexure A para 6 (part 2)"]
+    by_label = {c.label: c for c in form}
+    assert "2019. (sic)" in by_label["Annexure A para 3"].text
+    assert "WITNESSES:" in by_label["Annexure A para 7"].text
+    assert "1. Signature" in by_label["Annexure A para 7"].text
+    assert by_label["Annexure A para 1"].parent_id == by_label["Annexure A"].chunk_id
+    clause_6 = by_label["Annexure A para 6"]
+    assert by_label["Annexure A para 6 (part 2)"].parent_id == clause_6.chunk_id
+    joined = "\n".join(c.text for c in form)
+    assert all(str(row) in joined for row in clause_rows)
+
+
+def test_a_form_with_a_short_numbered_list_is_not_cut_by_it(tmp_path: Path) -> None:
+    rows: list[PageItem] = [f"Particular {n} of the project to be stated here:" for n in range(30)]
+    rows[5:5] = ["1. Name of the applicant", "2. Address", "3. Telephone"]
+    pages: list[list[PageItem]] = [
+        ["1. Short title.- These rules may be called the Test Rules, 2017.", "FORM A", *rows]
+    ]
+    chunks, _ = pdf_chunks(tmp_path, pages, max_chars=400)
+    assert {c.section_label for c in chunks if c.unit == "form"} == {"Form A"}
 
 
 # ----------------------------------------------------------------------------------- FAQ

@@ -130,7 +130,8 @@ def test_what_each_mutant_made(outcomes: dict[str, tuple[Mutant, Outcome]]) -> N
     # glyphs drawn twice: each is read once, so the rules read as the source's do
     for doubled in ("glyphs_doubled", "seam_doubled"):
         assert got[doubled].flags.get("doubled_glyphs"), got[doubled]
-    assert "13 chunks, 9 units" in got["glyphs_doubled"].reason, got["glyphs_doubled"].reason
+    # (22 chunks: its forms' numbered paragraphs each a unit of their own)
+    assert "22 chunks, 9 units" in got["glyphs_doubled"].reason, got["glyphs_doubled"].reason
     # amending instruments: the instruction that cannot apply is named, and changes nothing
     missing = got["amend_missing_unit"].reason
     assert "0 instruction(s) applied" in missing and "Rule 40(2)" in missing, missing

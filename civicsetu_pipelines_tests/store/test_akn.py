@@ -108,6 +108,8 @@ def test_eids_follow_the_akn_naming_convention_and_are_unique_in_a_document() ->
         ("paragraph", "Preamble"): "preamble",
         ("form", "Form A"): "att_form-a",
         ("form", "Agreement For Sale (part 3)"): "att_agreement-for-sale__p_3",
+        ("form", "Agreement For Sale para 12"): "att_agreement-for-sale__para_12",
+        ("form", "Agreement For Sale para 7 (part 2)"): "att_agreement-for-sale__para_7__p_2",
         ("page", "Page 3 (unassigned)"): "page_3-unassigned",
     }
     for (unit, path), eid in cases.items():
@@ -158,6 +160,11 @@ def test_the_akn_xml_of_every_kind_validates_and_holds_each_text_verbatim(kind: 
         _row(unit, "5", "5. Grant of registration.", chapter=chapter),
         _row("form", "Form A", "FORM A\n[See rule 3]\nApplication"),
         _row("form", "Form A (part 2)", "Signature of the applicant"),
+        # a model agreement's own numbered clauses: paragraphs of its attachment
+        _row("form", "Annexure A", "ANNEXURE A\nAGREEMENT FOR SALE"),
+        _row("form", "Annexure A para 12", "12. DEFECT LIABILITY: The promoter shall rectify."),
+        _row("form", "Annexure A para 12 (part 2)", "within thirty days."),
+        _row("form", "Annexure A para 13", "13. RIGHT TO ENTER THE APARTMENT FOR REPAIRS:"),
     ]
     if kind in ("act", "rules"):
         rows[3:3] = [
@@ -191,6 +198,10 @@ def test_the_akn_xml_of_every_kind_validates_and_holds_each_text_verbatim(kind: 
         )
         assert nested is not None
     assert root.find(f".//{{{NS}}}attachment[@eId='att_form-a']") is not None
+    clause = root.find(f".//{{{NS}}}attachment[@eId='att_annexure-a']//*[@eId="
+                       "'att_annexure-a__para_12']")  # fmt: skip
+    assert clause is not None and etree.QName(clause).localname == "paragraph"
+    assert clause.find(f"{{{NS}}}num").text == "12."
     # a duplicate eId is what the strict schema refuses
     broken = xml.replace(b'eId="att_form-a__p_2"', b'eId="preamble__p_2"')
     assert validate_akn(broken)
