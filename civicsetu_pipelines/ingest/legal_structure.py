@@ -572,8 +572,10 @@ def _same_parent(a: _Piece, b: _Piece) -> bool:
 
 
 # A form's own numbered paragraphs ("12. DEFECT LIABILITY:" in a model agreement for sale, "3.
-# Address of the applicant" in an application): a row that opens with a number and a full stop.
-_FORM_PARAGRAPH = re.compile(r"^\s*(\d{1,3})\.\s+\S")
+# Address of the applicant" in an application): a row that opens with a number and a full stop,
+# or with the paragraph's first sub-number ("4.1 If the Promoter fails ...": a paragraph whose
+# own number is printed only in its sub-paragraphs').
+_FORM_PARAGRAPH = re.compile(r"^\s*(\d{1,3})\.(1\s|\s)\s*\S")
 FORM_PARAGRAPH_STEP = 3  # the most a number may advance over the last (a number print lost)
 MIN_FORM_PARAGRAPHS = 5  # fewer is a list inside the form, not the form's own numbering
 
@@ -581,24 +583,30 @@ MIN_FORM_PARAGRAPHS = 5  # fewer is a list inside the form, not the form's own n
 def form_paragraphs(stream: Stream, unit: Unit) -> list[tuple[int, int]]:
     """The numbered paragraphs a form is written in, as (number, stream offset of its row): the
     longest run of rows opening "1.", then each a number 1 to :data:`FORM_PARAGRAPH_STEP` above
-    the last, in the order of the document (the earliest of equally long runs). A list that
-    restarts at 1 (the witnesses' "1. Signature") or a number out of the run (a year, a list
-    item) is left inside its paragraph; fewer than :data:`MIN_FORM_PARAGRAPHS`: none."""
+    the last, in the order of the document; a row "N.1" opens paragraph N where no "N." does
+    (of equally long runs, the one with more "N." rows, then the earliest). A list that restarts
+    at 1 (the witnesses' "1. Signature") or a number out of the run (a year, a list item) is
+    left inside its paragraph; fewer than :data:`MIN_FORM_PARAGRAPHS`: none."""
     heads = [
-        (int(m.group(1)), row.start)
+        (int(m.group(1)), row.start, not m.group(2).startswith("1"))
         for row in stream.rows
         if unit.start < row.start < unit.end and (m := _FORM_PARAGRAPH.match(row.text))
     ]
-    runs: list[list[int]] = []  # the longest run ending at each head (indices into heads)
-    for i, (number, _) in enumerate(heads):
-        run = [i] if number == 1 else []
+    runs: list[tuple[int, int, list[int]]] = []  # per head: (length, "N." rows, the run)
+    for i, (number, _, strong) in enumerate(heads):
+        run = (1, int(strong), [i]) if number == 1 else (0, 0, [])
         for j in range(i):
+            length, strong_rows, path = runs[j]
             step = number - heads[j][0]
-            if 1 <= step <= FORM_PARAGRAPH_STEP and runs[j] and len(runs[j]) + 1 > len(run):
-                run = [*runs[j], i]
+            if (
+                1 <= step <= FORM_PARAGRAPH_STEP
+                and length
+                and (length + 1, strong_rows + strong) > run[:2]
+            ):
+                run = (length + 1, strong_rows + int(strong), [*path, i])
         runs.append(run)
-    best = max(runs, key=len, default=[])
-    return [heads[i] for i in best] if len(best) >= MIN_FORM_PARAGRAPHS else []
+    best = max(runs, key=lambda r: r[:2], default=(0, 0, []))
+    return [heads[i][:2] for i in best[2]] if best[0] >= MIN_FORM_PARAGRAPHS else []
 
 
 def _row_parts(stream: Stream, unit: Unit, max_chars: int) -> list[_Piece]:

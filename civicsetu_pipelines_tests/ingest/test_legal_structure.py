@@ -721,13 +721,17 @@ def test_long_form_is_cut_into_parts_at_row_boundaries(tmp_path: Path) -> None:
 def test_a_model_agreement_is_read_by_its_own_numbered_clauses(tmp_path: Path) -> None:
     """A long form written in numbered paragraphs ("12. DEFECT LIABILITY:") is cut along them:
     each paragraph a unit of its own (cited and scored as ``Annexure A para 12``), a long one
-    in parts, a number the print lost left inside the paragraph before, and a list that starts
-    again at 1 (the witnesses) or a number out of the run (a year) left where it stands."""
+    in parts; a paragraph printed with only its sub-numbers ("4.1 ...") opens at its first; a
+    number the print lost leaves its text with the paragraph before; a list that starts again
+    at 1 (the witnesses) or a number out of the run (a year) is left where it stands."""
     clause_rows: list[PageItem] = []
-    for n in [1, 2, 3, 5, 6, 7]:  # clause 4's number was not printed at a row's start
-        clause_rows.append(f"{n}. CLAUSE HEADING {n}:")
+    for n in [1, 2, 3, 4, 6, 7]:  # clause 5's number was not printed at a row's start
+        clause_rows.append(f"{n}. CLAUSE HEADING {n}:" if n != 4 else "4.1 The first of four.")
         if n == 3:
             clause_rows += ["The promoter shall hand over the records in the year", "2019. (sic)"]
+        if n == 4:
+            clause_rows += ["3.1 A sub-paragraph out of its place.",
+                            "CLAUSE HEADING 5: its number lost in print."]  # fmt: skip
         lines = 12 if n == 6 else 1
         clause_rows += [f"Text of clause {n}, line {i}, as the parties agreed it." for i in
                         range(lines)]  # fmt: skip
@@ -742,10 +746,13 @@ def test_a_model_agreement_is_read_by_its_own_numbered_clauses(tmp_path: Path) -
     form = [c for c in chunks if c.unit == "form"]
     assert [c.section_label for c in form] == [
         "Annexure A", "Annexure A para 1", "Annexure A para 2", "Annexure A para 3",
-        "Annexure A para 5", "Annexure A para 6", "Annexure A para 6", "Annexure A para 7",
+        "Annexure A para 4", "Annexure A para 6", "Annexure A para 6", "Annexure A para 7",
     ]  # fmt: skip
     assert [c.label for c in form][5:7] == ["Annexure A para 6", "Annexure A para 6 (part 2)"]
     by_label = {c.label: c for c in form}
+    assert by_label["Annexure A para 4"].text.startswith("4.1 The first of four.")
+    assert "3.1 A sub-paragraph" in by_label["Annexure A para 4"].text
+    assert "CLAUSE HEADING 5" in by_label["Annexure A para 4"].text
     assert "2019. (sic)" in by_label["Annexure A para 3"].text
     assert "WITNESSES:" in by_label["Annexure A para 7"].text
     assert "1. Signature" in by_label["Annexure A para 7"].text
