@@ -580,8 +580,9 @@ FORM_PARAGRAPH_STEP = 3  # the most a number may advance over the last (a number
 MIN_FORM_PARAGRAPHS = 5  # fewer is a list inside the form, not the form's own numbering
 
 
-def form_paragraphs(stream: Stream, unit: Unit) -> list[tuple[int, int]]:
-    """The numbered paragraphs a form is written in, as (number, stream offset of its row): the
+def form_paragraphs(rows: Sequence[StreamRow]) -> list[tuple[int, int]]:
+    """The numbered paragraphs a form is written in (``rows``: the rows inside it, in order), as
+    (number, stream offset of its row): the
     longest run of rows opening "1.", then each a number 1 to :data:`FORM_PARAGRAPH_STEP` above
     the last, in the order of the document; a row "N.1" opens paragraph N where no "N." does
     (of equally long runs, the one with more "N." rows, then the earliest). A list that restarts
@@ -589,8 +590,8 @@ def form_paragraphs(stream: Stream, unit: Unit) -> list[tuple[int, int]]:
     left inside its paragraph; fewer than :data:`MIN_FORM_PARAGRAPHS`: none."""
     heads = [
         (int(m.group(1)), row.start, not m.group(2).startswith("1"))
-        for row in stream.rows
-        if unit.start < row.start < unit.end and (m := _FORM_PARAGRAPH.match(row.text))
+        for row in rows
+        if (m := _FORM_PARAGRAPH.match(row.text))
     ]
     runs: list[tuple[int, int, list[int]]] = []  # per head: (length, "N." rows, the run)
     for i, (number, _, strong) in enumerate(heads):
@@ -615,25 +616,31 @@ def _row_parts(stream: Stream, unit: Unit, max_chars: int) -> list[_Piece]:
     each part longer than ``max_chars`` at row boundaries (``... (part 2)``)."""
     if len(stream.text[unit.start : unit.end].strip()) <= max_chars:
         return [_Piece((), unit.start, unit.end)]
-    paragraphs = form_paragraphs(stream, unit) if unit.unit == "form" else []
+    rows = [row for row in stream.rows if unit.start < row.start < unit.end]
+    paragraphs = form_paragraphs(rows) if unit.unit == "form" else []
     if not paragraphs:
-        return _sized_parts(stream, (), unit.start, unit.end, max_chars)
+        return _sized_parts(stream.text, rows, (), unit.start, unit.end, max_chars)
     starts = [start for _, start in paragraphs]
-    pieces = _sized_parts(stream, (), unit.start, starts[0], max_chars)
+    pieces = _sized_parts(stream.text, rows, (), unit.start, starts[0], max_chars)
     for (number, start), end in zip(paragraphs, [*starts[1:], unit.end], strict=True):
-        pieces += _sized_parts(stream, (f" para {number}",), start, end, max_chars)
+        pieces += _sized_parts(stream.text, rows, (f" para {number}",), start, end, max_chars)
     return pieces
 
 
 def _sized_parts(
-    stream: Stream, path: tuple[str, ...], start: int, end: int, max_chars: int
+    text: str,
+    rows: Sequence[StreamRow],
+    path: tuple[str, ...],
+    start: int,
+    end: int,
+    max_chars: int,
 ) -> list[_Piece]:
-    """``stream.text[start:end]`` cut at row boundaries into parts of about ``max_chars``: the
-    first labelled ``path``, the further ones ``path`` + `` (part N)``."""
+    """``text[start:end]`` cut at the boundaries of ``rows`` into parts of about ``max_chars``:
+    the first labelled ``path``, the further ones ``path`` + `` (part N)``."""
     cuts = [start]
-    for row in stream.rows:
+    for row in rows:
         if start < row.start < end and row.start - cuts[-1] > max_chars * 0.8:
-            if len(stream.text[row.start : end].strip()) < MIN_CHARS:
+            if len(text[row.start : end].strip()) < MIN_CHARS:
                 break  # a few words left: they stay with the part before
             cuts.append(row.start)
     bounds = [*cuts, end]
