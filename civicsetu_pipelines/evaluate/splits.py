@@ -23,7 +23,6 @@ domain code, deterministic: the same questions give the same halves in any order
 from __future__ import annotations
 
 import hashlib
-import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from civicsetu_pipelines.evaluate.scoring import (
     load_golden,
     write_golden,
 )
+from civicsetu_pipelines.ingest import whole_form
 
 # Each provision of a group already governing a question on the other side costs half a
 # question of imbalance: overlap is avoided unless the halves or a stratum would drift by more.
@@ -45,18 +45,14 @@ from civicsetu_pipelines.evaluate.scoring import (
 CONFLICT_WEIGHT = 0.5
 
 
-# A form's numbered paragraph ("KARNATAKA:Agreement For Sale para 12") is split with its form:
-# the clauses of one model agreement read alike, so the whole agreement sits on one side.
-_FORM_PARAGRAPH = re.compile(r" para \d+$")
-
-
 def provision_group(q: GoldenQuestion) -> str:
     """The group a question is split with: its first governing provision (a form's paragraph:
-    the form), else its first expected unit, else the question itself (a refusal)."""
+    the form: the clauses of one model agreement read alike, so the whole agreement sits on one
+    side), else its first expected unit, else the question itself (a refusal)."""
     if q.governing:
-        return _FORM_PARAGRAPH.sub("", q.governing[0])
+        return whole_form(q.governing[0])
     if q.expected_sections:
-        return _FORM_PARAGRAPH.sub("", q.expected_sections[0])
+        return whole_form(q.expected_sections[0])
     return f"question:{q.id}"
 
 

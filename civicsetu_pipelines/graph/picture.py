@@ -30,6 +30,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
 
 from civicsetu_pipelines.base import figure_png, write_atomic
+from civicsetu_pipelines.ingest import split_paragraph, split_part
 
 EDGE_TYPES = ("DERIVED_FROM", "REFERENCES", "HAS_PART", "EXTERNAL_REFERENCE", "AMENDED_BY",
               "REPEALED_BY")  # fmt: skip
@@ -100,8 +101,11 @@ def compact_label(label: str) -> str:
     """``"Section 13(2)"`` -> ``"S13(2)"``, ``"Rule 9"`` -> ``"R9"``, ``"Form A (part 2)"`` ->
     ``"FA.2"``, ``"Annexure (part 4)"`` -> ``"Anx.4"``, a form's paragraph ``"Annexure A para
     12"`` -> ``"AnxA¶12"``; unknown kinds are cut to 12 characters."""
-    text = re.sub(r"\s*\(part\s+(\d+)\)", r".\1", label.strip(), flags=re.IGNORECASE)
-    text = re.sub(r"\s+para\s+(\d+)", r"¶\1", text)
+    base, part = split_part(label.strip())
+    form, paragraph = split_paragraph(base)
+    text = (form if paragraph is None else f"{form}¶{paragraph}") + (
+        "" if part is None else f".{part}"
+    )
     match = re.match(r"([A-Za-z]+)(.*)", text, flags=re.DOTALL)
     head, rest = (match.group(1), match.group(2)) if match else (text, "")
     short = _ABBREVIATIONS.get(head.lower())

@@ -20,6 +20,8 @@ Modules, in the order they build on each other:
 * ``structure_checks`` -- self-checks of a decoded structure (sequence, swallowed, titles ...)
 * ``documents`` -- the per-document steps: fetch, parse (cached), chunk
 * ``amendments`` -- amending instruments' instructions read, and the points in time they make
+* ``unit_parts`` -- how a piece of a longer unit is spelled in its path (`` (part N)``, a
+  form's `` para N``)
 * ``akn`` -- Akoma Ntoso addresses: work and expression URIs (``cobalt``) and unit eIds
 * ``inspection`` -- one PDF's kind, units and checks, unregistered (civicsetu inspect)
 * ``quality`` -- Great Expectations suites generated from one schema per table

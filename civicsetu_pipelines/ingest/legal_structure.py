@@ -54,6 +54,7 @@ from civicsetu_pipelines.ingest.ocr_numbers import (
 from civicsetu_pipelines.ingest.sequence import decode
 from civicsetu_pipelines.ingest.structure_checks import StructureCheck, check_structure, failed
 from civicsetu_pipelines.ingest.structure_types import Decoded, Stream, StreamRow, Unit
+from civicsetu_pipelines.ingest.unit_parts import paragraph_word, part_word, split_paragraph
 
 NAMESPACE = uuid.UUID("5b0d6a43-7f4e-4bb1-9a4e-2f1c0c1e9a11")
 MAX_CHARS = 2400
@@ -623,7 +624,7 @@ def _row_parts(stream: Stream, unit: Unit, max_chars: int) -> list[_Piece]:
     starts = [start for _, start in paragraphs]
     pieces = _sized_parts(stream.text, rows, (), unit.start, starts[0], max_chars)
     for (number, start), end in zip(paragraphs, [*starts[1:], unit.end], strict=True):
-        pieces += _sized_parts(stream.text, rows, (f" para {number}",), start, end, max_chars)
+        pieces += _sized_parts(stream.text, rows, (paragraph_word(number),), start, end, max_chars)
     return pieces
 
 
@@ -645,7 +646,7 @@ def _sized_parts(
             cuts.append(row.start)
     bounds = [*cuts, end]
     return [
-        _Piece(path if n == 0 else (*path, f" (part {n + 1})"), bounds[n], bounds[n + 1])
+        _Piece(path if n == 0 else (*path, part_word(n + 1)), bounds[n], bounds[n + 1])
         for n in range(len(cuts))
     ]
 
@@ -653,7 +654,7 @@ def _sized_parts(
 def _section_label(unit: Unit, piece: _Piece) -> str:
     """The unit a chunk is cited, scored and ranked as: its unit's label, or a form's numbered
     paragraph (``Agreement For Sale para 12``: a model agreement is read by its clauses)."""
-    if unit.unit == "form" and piece.path and piece.path[0].startswith(" para "):
+    if unit.unit == "form" and piece.path and split_paragraph(piece.path[0])[1] is not None:
         return unit.label + piece.path[0]
     return unit.label
 

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import pandas as pd
 
 from civicsetu_pipelines.ingest.kinds import load_kinds
+from civicsetu_pipelines.ingest.unit_parts import PARAGRAPH_PATTERN, PART_PATTERN
 
 # The numbered units' words come from the kinds (data/kinds.yaml): a kind added there labels
 # its units "<Unit> N" and they pass, with no change here.
@@ -23,9 +24,10 @@ _UNIT_WORDS = "|".join(sorted({kind.unit_label for kind in load_kinds().values()
 LABEL_PATTERN = (
     rf"^(?:(?:{_UNIT_WORDS}) \d{{1,3}}[A-Z]{{0,2}}"
     r"(?:\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))*(?:-\((?:\d{1,3}[A-Z]?|[a-z]{1,2}|[ivxlc]{1,6})\))?"
-    r"|(?:Form|Annexure|Schedule|Appendix)(?: [A-Z0-9]{1,4})?(?: \[\d+\])?(?: para \d{1,3})?"
-    r"|[A-Z][A-Za-z ]{2,60}(?: para \d{1,3})?"
-    r"|Preamble|Order|Page \d+(?: \(unassigned\))?)(?: \(part \d+\))?$"
+    r"|(?:Form|Annexure|Schedule|Appendix)(?: [A-Z0-9]{1,4})?(?: \[\d+\])?"
+    rf"(?:{PARAGRAPH_PATTERN})?"
+    rf"|[A-Z][A-Za-z ]{{2,60}}(?:{PARAGRAPH_PATTERN})?"
+    rf"|Preamble|Order|Page \d+(?: \(unassigned\))?)(?:{PART_PATTERN})?$"
 )
 
 
