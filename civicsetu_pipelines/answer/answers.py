@@ -255,7 +255,7 @@ class QueryEngine:
         state's value beside its verbatim quote, and the divergences flagged between them.
         None (retrieval answers) for any other question, for a date (the table holds today's
         rules) and when the table holds no quote for any of the states."""
-        if as_of is not None or query.references:
+        if as_of is not None or query.firm_references:
             return None
         spec = matter_asked(query.text, self._matters)
         if spec is None:

@@ -2,7 +2,8 @@
 
 Pure domain code (no Dagster, no database), compiled once at import. :func:`find_references`
 finds, in the canonical question, sections (``Section 18(2)``, ``ss. 12, 14 and 18``, ``clause
-(a) of sub-section (2) of section 4``), rules, forms, annexures and FAQ questions; it leaves out
+(a) of sub-section (2) of section 4``), rules, forms, annexures, a form's own numbered paragraphs
+(``clause 12 of the agreement for sale``, ``para 3 of Annexure A``) and FAQ questions; it leaves out
 sections and rules of other enactments (``section 420 IPC``, ``rule 3 of the Companies Rules``)
 and attaches a rule, form or annexure to the state named next to it (``rule 16 of the Gujarat
 rules``, ``Gujarat's Form A``). :func:`act_mentions` finds where the question names the RERA Act
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from civicsetu_pipelines.answer.places import PlaceMention
+from civicsetu_pipelines.ingest import paragraph_word
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -23,18 +25,31 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+AGREEMENT_CLAUSE = "Agreement"  # a clause of the model agreement for sale: "Agreement para 12"
+
+
 @dataclass(frozen=True)
 class ExplicitReference:
     """One provision the question names, as written (offsets index ``Query.text``)."""
 
-    kind: str  # section | rule | form | annexure | question
-    number: str  # "18", "4A", "N", "A", "5"
+    kind: str  # section | rule | form | annexure | question | clause (a form's paragraph)
+    number: str  # "18", "4A", "N", "A", "5"; a clause's own number ("12")
     path: tuple[str, ...]  # ("(2)",) or ("(2)", "(a)")
-    label: str  # "Section 18(2)", "Rule 16", "Form N", "Annexure A", "Question 5"
+    # "Section 18(2)", "Rule 16", "Form N", "Annexure A", "Question 5"; a clause: "Annexure A
+    # para 12", or "Agreement para 12" for the model agreement for sale, whatever its form's label
+    label: str
     jurisdiction: str | None  # "CENTRAL" for sections and FAQ questions; a state code; None
     phrase: str
     start: int
     end: int
+
+    @property
+    def soft(self) -> bool:
+        """A clause of "the agreement": the buyer's own agreement may be meant (its clauses
+        follow the model agreement's where the state prescribes one). It names the model
+        agreement's paragraph where exactly one document in scope has it, and is never a
+        reason to refuse: not found, or found in several states, it names nothing."""
+        return self.kind == "clause" and self.label.startswith(f"{AGREEMENT_CLAUSE} ")
 
 
 _KIND_WORD = {
@@ -94,6 +109,14 @@ _FORM_MORE = re.compile(r"(?:\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or|&)\s+)(['\"]
 _ANNEXURE_RE = re.compile(
     r"\b(?:annexure|annex)s?\b\s*(?:no\.?\s*|number\s+)?(?P<sep>[-:]\s*)?"
     r"(?P<q>['\"]?)(?P<id>[A-Za-z]{1,4}|\d{1,2})(?P=q)(?!\w)",
+    re.IGNORECASE,
+)
+# A form's own numbered paragraph: "clause 12 of the agreement for sale", "para 3 of Annexure A",
+# "clause 5 in Form B"; the agreement by its name (what its form is labelled differs by state).
+_CLAUSE_RE = re.compile(
+    r"\b(?:clause|para(?:graph)?|article)\s*(?:no\.?\s*)?(?P<n>\d{1,3})(?![\d(])\s+(?:of|in)\s+"
+    r"(?:the\s+)?(?:(?P<kind>annexure|annex|form)\s*(?P<q>['\"]?)(?P<id>[A-Z]{1,2}|\d{1,2})(?P=q)"
+    r"(?!\w)|(?P<agreement>(?:[\w'’-]+\s+){0,3}?agreement)\b)",
     re.IGNORECASE,
 )
 _ROMAN = re.compile(r"[IVX]{1,4}")
@@ -348,6 +371,9 @@ def find_references(
                 continue  # "annexure is", "annexure form"
             place = _attached_place(text, match.start(), match.end(), places)
             found.append(("annexure", ident.upper(), (), place, place is not None, *match.span()))
+    clauses = _clauses(text, places)
+    clause_spans = [(ref.start, ref.end) for ref, _ in clauses]
+    found = [f for f in found if not any(s < f[6] and f[5] < e for s, e in clause_spans)]
     found.sort(key=lambda item: (item[5], item[0]))
     out: list[tuple[ExplicitReference, bool]] = []
     for kind, number, path, jurisdiction, attached, start, end in found:
@@ -356,4 +382,27 @@ def find_references(
             kind, number, path, label, jurisdiction, text[start:end], start, end
         )  # fmt: skip
         out.append((ref, attached))
+    return sorted(out + clauses, key=lambda item: item[0].start)
+
+
+def _clauses(text: str, places: Sequence[PlaceMention]) -> list[tuple[ExplicitReference, bool]]:
+    """A form's own numbered paragraphs the question names (``clause 12 of the agreement for
+    sale``: the model agreement of the state named, or of every state; ``para 3 of Annexure
+    A``), labelled as the structure labels them (``ingest.paragraph_word``)."""
+    out: list[tuple[ExplicitReference, bool]] = []
+    if not _DIGIT.search(text):
+        return out
+    for match in _CLAUSE_RE.finditer(text):
+        ident = match.group("id")
+        if match.group("agreement"):
+            form = AGREEMENT_CLAUSE
+        elif ident and (ident.isupper() or ident.isdigit()):
+            form = f"{'Form' if match.group('kind').lower() == 'form' else 'Annexure'} {ident}"
+        else:
+            continue  # "para 3 of form is": no form named
+        number = str(int(match.group("n")))
+        place = _attached_place(text, match.start(), match.end(), places)
+        ref = ExplicitReference("clause", number, (), form + paragraph_word(int(number)), place,
+                                match.group(), *match.span())  # fmt: skip
+        out.append((ref, place is not None))
     return out

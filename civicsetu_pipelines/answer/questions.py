@@ -450,6 +450,13 @@ class Query:
     asks_about: frozenset[str] = frozenset()  # kinds of document it names ("model agreement")
     named_day: date | None = None  # the day an expression URI in it names (its as-of date)
 
+    @property
+    def firm_references(self) -> tuple[ExplicitReference, ...]:
+        """The references that name a provision for certain: every one but a clause of "the
+        agreement", which may be the buyer's own (``ExplicitReference.soft``). Only these
+        spare a question the checks of its words (vague, another law, a state's silence)."""
+        return tuple(ref for ref in self.references if not ref.soft)
+
 
 def _inside(position: int, spans: Sequence[tuple[int, int]]) -> int:
     for index, (start, end) in enumerate(spans):
@@ -476,6 +483,10 @@ def _terms(
                 emitted.add(index)
                 for ref in references:
                     if (ref.start, ref.end) == span:
+                        if ref.kind == "clause":  # the form it is of: "agreement", "annexure a"
+                            for word in ref.label.lower().split()[:-2]:  # (not "para 12")
+                                out.setdefault(word, None)
+                            continue
                         out.setdefault(ref.kind, None)
                         out.setdefault(ref.number.lower(), None)
                         for item in ref.path:
@@ -536,11 +547,11 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
     state_codes = {m.place.code for m in places}
     only_state = next(iter(state_codes)) if len(state_codes) == 1 else None
     references: list[ExplicitReference] = []
-    seen: set[tuple[str, str, tuple[str, ...], str | None]] = set()
+    seen: set[tuple[str, str, tuple[str, ...], str | None, str]] = set()
     for ref, attached in found:
         if not attached and only_state is not None:
             ref = dataclasses.replace(ref, jurisdiction=only_state)
-        key = (ref.kind, ref.number, ref.path, ref.jurisdiction)
+        key = (ref.kind, ref.number, ref.path, ref.jurisdiction, ref.label)
         if key not in seen:  # the same provision named twice is one reference
             seen.add(key)
             references.append(ref)
@@ -588,7 +599,7 @@ def is_vague(query: Query) -> bool:
     """Too vague to answer: no explicit reference and, besides generic words ("rules", "tell",
     "explain", "everything", ...), fewer than two content terms -- one content term is enough
     when the question also shows an intent or names a jurisdiction ("What is a promoter?")."""
-    if query.references:
+    if query.firm_references:
         return False
     content = [t for t in query.terms if t not in GENERIC_TERMS]
     if len(content) >= 2:

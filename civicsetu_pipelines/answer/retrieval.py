@@ -41,11 +41,12 @@ from civicsetu_pipelines.answer.candidates import (
     scoring_terms,
     search_terms,
 )
-from civicsetu_pipelines.answer.legal_references import ExplicitReference
+from civicsetu_pipelines.answer.legal_references import AGREEMENT_CLAUSE, ExplicitReference
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.timing import Timer
 from civicsetu_pipelines.answer.vocabulary import stems
+from civicsetu_pipelines.ingest import paragraph_word, whole_form
 from civicsetu_pipelines.store import (
     EmbeddingConfig,
     KnnStrategy,
@@ -314,12 +315,14 @@ def bm25_candidates(
 
 
 def _label_chain(label: str) -> list[str]:
-    """``Section 18(2)(a)`` -> [``Section 18(2)(a)``, ``Section 18(2)``, ``Section 18``]."""
+    """``Section 18(2)(a)`` -> [``Section 18(2)(a)``, ``Section 18(2)``, ``Section 18``];
+    ``Annexure A para 12`` -> [``Annexure A para 12``, ``Annexure A``]."""
     chain = [label]
     while True:
         shorter = re.sub(r"\([^()]*\)$", "", chain[-1])
         if shorter == chain[-1]:
-            return chain
+            form = whole_form(label)
+            return chain if form == label else [*chain, form]
         chain.append(shorter)
 
 
@@ -333,14 +336,23 @@ def resolve_references(
 ) -> list[ReferenceResolution]:
     """Each explicit reference to the finest existing unit of the right document.
 
-    A section is the Act's (CENTRAL); a rule, form or annexure belongs to the rules of the
-    jurisdiction the question attaches to it, else of the filter's jurisdictions, else of any
-    state (then it may be ambiguous, unless ``context``, the question, names one document's
-    title). A label that does not exist resolves to nothing.
+    A section is the Act's (CENTRAL); a rule, form, annexure or a form's numbered paragraph
+    belongs to the rules of the jurisdiction the question attaches to it, else of the filter's
+    jurisdictions, else of any state (then it may be ambiguous, unless ``context``, the question,
+    names one document's title). A paragraph of a form that has none resolves to the form; a
+    clause of the model agreement for sale (``Agreement para 12``) to that paragraph of the form
+    whose label or title names an agreement, when one document in scope has it (else to
+    nothing: :attr:`ExplicitReference.soft`). A label that does not exist resolves to nothing.
     """
     out: list[ReferenceResolution] = []
     for ref in references:
         chain = _label_chain(ref.label)
+        label_clause = "c.label = ANY(%s)"
+        label_values: tuple[Any, ...] = (chain,)
+        if ref.kind == "clause" and ref.label.startswith(f"{AGREEMENT_CLAUSE} "):
+            label_clause = "c.unit = 'form' AND c.label = c.section_label AND c.label LIKE %s "
+            label_clause += "AND (c.label ILIKE %s OR c.title ILIKE %s)"
+            label_values = (f"%{paragraph_word(int(ref.number))}", "%agreement%", "%agreement%")
         if ref.kind == "section":
             scope: Sequence[str] | None = [ACT_JURISDICTION]
         elif ref.jurisdiction:
@@ -353,15 +365,16 @@ def resolve_references(
             kind_clause = "c.doc_type = 'faq'"
         query = (
             f"SELECT {_COLUMNS} {_FROM} WHERE {where} AND {kind_clause} "
-            "AND c.label = ANY(%s) ORDER BY c.jurisdiction, c.document_key, length(c.label) DESC"
+            f"AND {label_clause} ORDER BY c.jurisdiction, c.document_key, length(c.label) DESC"
         )
         with conn.cursor() as cur:
-            cur.execute(query, (*values, chain))
+            cur.execute(query, (*values, *label_values))
             rows = _rows(cur)
         finest: dict[tuple[str, str], dict[str, Any]] = {}
         for row in rows:  # longest label first within each document
             finest.setdefault((row["jurisdiction"], row["document_key"]), row)
-        out.append(ReferenceResolution(ref, _by_document_title(list(finest.values()), context)))
+        rows = _by_document_title(list(finest.values()), context)
+        out.append(ReferenceResolution(ref, [] if ref.soft and len(rows) > 1 else rows))
     return out
 
 

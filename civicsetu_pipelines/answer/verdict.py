@@ -122,8 +122,9 @@ def places_refusal(asked: Asked, stored: Sequence[str]) -> dict[str, Any]:
 
 
 def missing_labels(resolutions: Sequence[ReferenceResolution]) -> list[str]:
-    """The labels of the question's references that name no stored unit."""
-    return [r.reference.label for r in resolutions if not r.candidates]
+    """The labels of the question's references that name no stored unit (a clause of "the
+    agreement" aside: the buyer's own may be meant, ``ExplicitReference.soft``)."""
+    return [r.reference.label for r in resolutions if not r.candidates and not r.reference.soft]
 
 
 def reference_refusal(
@@ -149,7 +150,7 @@ def reference_refusal(
             related=[_related(row) for row in options],
         )
     missing = missing_labels(resolutions)
-    if vague and not query.references:
+    if vague and not query.firm_references:
         return refusal(
             "ambiguous_query",
             "The question is too vague to answer from the statute: name a provision "
@@ -340,7 +341,7 @@ def state_verdict(
     every candidate when the caller has them), whatever top-k was asked and wherever diversity
     served it: the verdict reads the evidence and its scores, never its places."""
     states = [j for j in query.jurisdictions if j != ACT_JURISDICTION and j in stored]
-    if len(states) != 1 or query.references or "comparison" in query.intents:
+    if len(states) != 1 or query.firm_references or "comparison" in query.intents:
         return None
     terms = scoring_terms(query)
     if any(c.row["jurisdiction"] == states[0] and speaks_beyond_its_name(terms, c.row)
@@ -376,7 +377,7 @@ def external_verdict(
     weighed by their rarity such a unit ranks first)."""
     laws = load_other_laws()
     law = laws.subject_of(query.text)
-    if law is None or query.references:
+    if law is None or query.firm_references:
         return None
     best = best_by_score(ranked, EXTERNAL_EVIDENCE_UNITS)
     if any(laws.speaks_of(_heading_and_text(c.row), law) for c in best) and not unknown():

@@ -85,6 +85,7 @@ from .registry import (
     user_registry_path as user_registry_path,
 )
 from .unit_parts import (
+    paragraph_word as paragraph_word,
     split_paragraph as split_paragraph,
     split_part as split_part,
     whole_form as whole_form,

@@ -155,6 +155,13 @@ def test_every_citation_is_verbatim_in_the_chunk_and_on_the_cited_pdf_page(
          "Section 18"),
         ("Explain /akn/in-gj/act/rules/2017/gujarat-general-rules-2017/~rule_16", "GUJARAT",
          "gujarat_general_rules_2017", "Rule 16"),
+        # a clause of the model agreement, whatever its form is labelled in the state
+        ("What does clause 9 of the Karnataka agreement for sale say?", "KARNATAKA",
+         "karnataka_agreement_for_sale_draft_rules_2017", "Agreement For Sale para 9"),
+        ("What does clause 12 of the Chandigarh model agreement provide?", "CHANDIGARH",
+         "chandigarh_agreement_for_sale_rules_2016", "Annexure para 12"),
+        ("What is para 3 of Annexure A of the Gujarat rules?", "GUJARAT",
+         "gujarat_general_rules_2017", "Annexure A para 3"),
     ],
 )  # fmt: skip
 def test_direct_references_resolve_to_the_right_unit(
@@ -189,6 +196,20 @@ def test_a_rule_number_in_several_states_is_ambiguous(engine: QueryEngine) -> No
     assert engine.answer("What does rule 16 say?", jurisdictions=["GUJARAT"])["status"] == (
         "answered"
     )
+
+
+def test_a_clause_of_the_agreement_never_refuses_a_buyers_question(engine: QueryEngine) -> None:
+    """ "The agreement" may be the buyer's own: its clause names the model agreement's where one
+    state is in scope, and is not a reason to refuse where several or none hold it."""
+    story = "My builder has not given possession by the date in clause 7 of the agreement. Can I get a refund?"  # noqa: E501
+    for jurisdictions in (None, ["MAHARASHTRA"]):  # three model agreements; none
+        result = engine.answer(story, jurisdictions=jurisdictions)
+        assert result["status"] == "answered", result["answer"]
+        assert not any(r["why"].get("exact") for r in result["retrieved"])
+        assert not any("Agreement para 7" in note for note in result.get("notes", []))
+    gujarat = engine.answer(story, jurisdictions=["GUJARAT"])
+    assert gujarat["retrieved"][0]["section"] == "Annexure A para 7"
+    assert gujarat["retrieved"][0]["why"].get("exact")
 
 
 @pytest.mark.parametrize("question", OUT_OF_SCOPE)

@@ -364,6 +364,15 @@ def test_bad_top_k(value: object) -> None:
         ("Q5 of the FAQ", ["Question 5"]),
         ("In the FAQ, what does question 12 say?", ["Question 12"]),
         ("question 5 of the frequently asked questions", ["Question 5"]),
+        # a form's own numbered paragraph: the form it is of, or the model agreement by name
+        ("clause 12 of the agreement for sale", ["Agreement para 12"]),
+        ("under clause 7 of the model agreement", ["Agreement para 7"]),
+        ("para 3 of Annexure A", ["Annexure A para 3"]),
+        ("paragraph 05 in Form B", ["Form B para 5"]),
+        ("clause 4 of the builder-buyer agreement", ["Agreement para 4"]),
+        ("para 3 of form is", []),
+        ("clause (a) of section 4", ["Section 4(a)"]),
+        ("clause 12 of section 4", ["Section 4(12)"]),
     ],
 )
 def test_reference_forms(question: str, expected: list[str]) -> None:
