@@ -41,7 +41,7 @@ from civicsetu_pipelines.answer.candidates import (
     scoring_terms,
     search_terms,
 )
-from civicsetu_pipelines.answer.legal_references import AGREEMENT_CLAUSE, ExplicitReference
+from civicsetu_pipelines.answer.legal_references import ExplicitReference
 from civicsetu_pipelines.answer.places import ACT_JURISDICTION
 from civicsetu_pipelines.answer.questions import Query
 from civicsetu_pipelines.answer.timing import Timer
@@ -349,7 +349,7 @@ def resolve_references(
         chain = _label_chain(ref.label)
         label_clause = "c.label = ANY(%s)"
         label_values: tuple[Any, ...] = (chain,)
-        if ref.kind == "clause" and ref.label.startswith(f"{AGREEMENT_CLAUSE} "):
+        if ref.soft:  # the model agreement's clause, whatever its form is labelled
             label_clause = "c.unit = 'form' AND c.label = c.section_label AND c.label LIKE %s "
             label_clause += "AND (c.label ILIKE %s OR c.title ILIKE %s)"
             label_values = (f"%{paragraph_word(int(ref.number))}", "%agreement%", "%agreement%")

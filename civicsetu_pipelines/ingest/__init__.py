@@ -16,12 +16,12 @@ Modules, in the order they build on each other:
   numbers only where the sequence expects one, and flagged
 * ``structure_types`` -- the stream, units and decoded structure (legal_structure builds them,
   structure_checks checks them)
+* ``unit_parts`` -- how a piece of a longer unit is spelled in its path (`` (part N)``, a
+  form's `` para N``): legal_structure writes it, the AKN eIds and the later stages read it
 * ``legal_structure`` -- a document's numbered units (sections, rules, forms ...) and chunks
 * ``structure_checks`` -- self-checks of a decoded structure (sequence, swallowed, titles ...)
 * ``documents`` -- the per-document steps: fetch, parse (cached), chunk
 * ``amendments`` -- amending instruments' instructions read, and the points in time they make
-* ``unit_parts`` -- how a piece of a longer unit is spelled in its path (`` (part N)``, a
-  form's `` para N``)
 * ``akn`` -- Akoma Ntoso addresses: work and expression URIs (``cobalt``) and unit eIds
 * ``inspection`` -- one PDF's kind, units and checks, unregistered (civicsetu inspect)
 * ``quality`` -- Great Expectations suites generated from one schema per table
