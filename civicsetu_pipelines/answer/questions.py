@@ -453,8 +453,9 @@ class Query:
     @property
     def firm_references(self) -> tuple[ExplicitReference, ...]:
         """The references that name a provision for certain: every one but a clause of "the
-        agreement", which may be the buyer's own (``ExplicitReference.soft``). Only these
-        spare a question the checks of its words (vague, another law, a state's silence)."""
+        agreement", which may be the buyer's own (``ExplicitReference.soft``). Before its
+        references are resolved, only these spare a question the checks of its words (too
+        vague, a matter of the provisions table); after, ``verdict.as_named``."""
         return tuple(ref for ref in self.references if not ref.soft)
 
 

@@ -12,6 +12,7 @@ keeps the same units, never changes whether a question is answered.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -127,6 +128,17 @@ def missing_labels(resolutions: Sequence[ReferenceResolution]) -> list[str]:
     return [r.reference.label for r in resolutions if not r.candidates and not r.reference.soft]
 
 
+def as_named(query: Query, resolutions: Sequence[ReferenceResolution]) -> Query:
+    """``query`` with the references it names for certain: a clause of "the agreement"
+    (``ExplicitReference.soft``: the buyer's own may be meant) only where it named a unit. What
+    the evidence is read against (a named unit spares a question the checks of its words)."""
+    dropped = {r.reference for r in resolutions if r.reference.soft and not r.candidates}
+    if not dropped:
+        return query
+    kept = tuple(ref for ref in query.references if ref not in dropped)
+    return dataclasses.replace(query, references=kept)
+
+
 def reference_refusal(
     query: Query,
     resolutions: Sequence[ReferenceResolution],
@@ -221,11 +233,11 @@ def decide(
     from ``served`` and every one of ``candidates``), else answered with the confidence
     :func:`~civicsetu_pipelines.answer.confidence.confidence` gives the units served (with
     ``confidence_model``: the served ranking's; None: the packaged one)."""
-    query = asked.query
-    refused = reference_refusal(query, resolutions, scope, asked.as_of, comparing=False,
+    refused = reference_refusal(asked.query, resolutions, scope, asked.as_of, comparing=False,
                                 vague=asked.vague)  # fmt: skip
     if refused is not None:
         return Decision(refused)
+    query = as_named(asked.query, resolutions)
     evidence = EvidenceReading(query, served, unknown_terms, candidates)
     refused = evidence_refusal(evidence, distances, stored)
     if refused is not None:
@@ -341,7 +353,7 @@ def state_verdict(
     every candidate when the caller has them), whatever top-k was asked and wherever diversity
     served it: the verdict reads the evidence and its scores, never its places."""
     states = [j for j in query.jurisdictions if j != ACT_JURISDICTION and j in stored]
-    if len(states) != 1 or query.firm_references or "comparison" in query.intents:
+    if len(states) != 1 or query.references or "comparison" in query.intents:
         return None
     terms = scoring_terms(query)
     if any(c.row["jurisdiction"] == states[0] and speaks_beyond_its_name(terms, c.row)
@@ -377,7 +389,7 @@ def external_verdict(
     weighed by their rarity such a unit ranks first)."""
     laws = load_other_laws()
     law = laws.subject_of(query.text)
-    if law is None or query.firm_references:
+    if law is None or query.references:
         return None
     best = best_by_score(ranked, EXTERNAL_EVIDENCE_UNITS)
     if any(laws.speaks_of(_heading_and_text(c.row), law) for c in best) and not unknown():
