@@ -400,9 +400,9 @@ def _clauses(text: str, places: Sequence[PlaceMention]) -> list[tuple[ExplicitRe
             form = f"{'Form' if match.group('kind').lower() == 'form' else 'Annexure'} {ident}"
         else:
             continue  # "para 3 of form is": no form named
-        number = str(int(match.group("n")))
+        number = int(match.group("n"))
         place = _attached_place(text, match.start(), match.end(), places)
-        ref = ExplicitReference("clause", number, (), form + paragraph_word(int(number)), place,
+        ref = ExplicitReference("clause", str(number), (), form + paragraph_word(number), place,
                                 match.group(), *match.span())  # fmt: skip
         out.append((ref, place is not None))
     return out

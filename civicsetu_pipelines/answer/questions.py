@@ -42,7 +42,7 @@ from civicsetu_pipelines.answer.places import (
 )
 from civicsetu_pipelines.answer.vocabulary import load_vocabulary
 from civicsetu_pipelines.base import canonicalize
-from civicsetu_pipelines.ingest import kinds_asked_for
+from civicsetu_pipelines.ingest import kinds_asked_for, whole_form
 
 MAX_QUESTION_CHARS = 2000
 MAX_TOP_K = 50
@@ -485,7 +485,7 @@ def _terms(
                 for ref in references:
                     if (ref.start, ref.end) == span:
                         if ref.kind == "clause":  # the form it is of: "agreement", "annexure a"
-                            for word in ref.label.lower().split()[:-2]:  # (not "para 12")
+                            for word in whole_form(ref.label).lower().split():
                                 out.setdefault(word, None)
                             continue
                         out.setdefault(ref.kind, None)
@@ -548,11 +548,11 @@ def understand(question: object, *, known_jurisdictions: Sequence[str]) -> Query
     state_codes = {m.place.code for m in places}
     only_state = next(iter(state_codes)) if len(state_codes) == 1 else None
     references: list[ExplicitReference] = []
-    seen: set[tuple[str, str, tuple[str, ...], str | None, str]] = set()
+    seen: set[tuple[str, str, str | None]] = set()
     for ref, attached in found:
         if not attached and only_state is not None:
             ref = dataclasses.replace(ref, jurisdiction=only_state)
-        key = (ref.kind, ref.number, ref.path, ref.jurisdiction, ref.label)
+        key = (ref.kind, ref.label, ref.jurisdiction)  # a label spells its number and path
         if key not in seen:  # the same provision named twice is one reference
             seen.add(key)
             references.append(ref)

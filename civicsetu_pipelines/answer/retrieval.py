@@ -341,8 +341,9 @@ def resolve_references(
     jurisdictions, else of any state (then it may be ambiguous, unless ``context``, the question,
     names one document's title). A paragraph of a form that has none resolves to the form; a
     clause of the model agreement for sale (``Agreement para 12``) to that paragraph of the form
-    whose label or title names an agreement, when one document in scope has it (else to
-    nothing: :attr:`ExplicitReference.soft`). A label that does not exist resolves to nothing.
+    whose label or title names an agreement, when one document in scope has it (else it is left
+    out, as no reference: :attr:`ExplicitReference.soft`). A label that does not exist resolves
+    to nothing.
     """
     out: list[ReferenceResolution] = []
     for ref in references:
@@ -374,7 +375,9 @@ def resolve_references(
         for row in rows:  # longest label first within each document
             finest.setdefault((row["jurisdiction"], row["document_key"]), row)
         rows = _by_document_title(list(finest.values()), context)
-        out.append(ReferenceResolution(ref, [] if ref.soft and len(rows) > 1 else rows))
+        if ref.soft and len(rows) != 1:  # names no one model agreement: no reference at all
+            continue
+        out.append(ReferenceResolution(ref, rows))
     return out
 
 

@@ -123,19 +123,19 @@ def places_refusal(asked: Asked, stored: Sequence[str]) -> dict[str, Any]:
 
 
 def missing_labels(resolutions: Sequence[ReferenceResolution]) -> list[str]:
-    """The labels of the question's references that name no stored unit (a clause of "the
-    agreement" aside: the buyer's own may be meant, ``ExplicitReference.soft``)."""
-    return [r.reference.label for r in resolutions if not r.candidates and not r.reference.soft]
+    """The labels of the question's references that name no stored unit."""
+    return [r.reference.label for r in resolutions if not r.candidates]
 
 
 def as_named(query: Query, resolutions: Sequence[ReferenceResolution]) -> Query:
     """``query`` with the references it names for certain: a clause of "the agreement"
-    (``ExplicitReference.soft``: the buyer's own may be meant) only where it named a unit. What
-    the evidence is read against (a named unit spares a question the checks of its words)."""
-    dropped = {r.reference for r in resolutions if r.reference.soft and not r.candidates}
-    if not dropped:
+    (``ExplicitReference.soft``: the buyer's own may be meant) only where it was resolved (to
+    one model agreement's paragraph). What the evidence is read against (a named unit spares a
+    question the checks of its words)."""
+    resolved = {r.reference for r in resolutions}
+    kept = tuple(ref for ref in query.references if not ref.soft or ref in resolved)
+    if len(kept) == len(query.references):
         return query
-    kept = tuple(ref for ref in query.references if ref not in dropped)
     return dataclasses.replace(query, references=kept)
 
 
