@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export HF_HUB_OFFLINE=1
+unset PYTHONDONTWRITEBYTECODE  # a module setup did not compile is compiled once (setup.sh)
 .venv/bin/civicsetu db start
 .venv/bin/civicsetu materialize "$@"

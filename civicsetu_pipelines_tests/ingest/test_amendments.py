@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from civicsetu_pipelines.ingest.amendments import (
+    AMENDING_KINDS,
     Address,
     amend_partition,
     amendable_titles,
@@ -206,14 +207,21 @@ def test_no_corpus_document_reads_as_an_amending_instrument(corpus_registry: Any
     repeals: every document's pages are read as the pipeline reads them and no instrument is
     found, so nothing served changes. (The Removal of Difficulties Order says "it is considered
     necessary to amend the proviso", and names no title there.)"""
+    read = 0
     for jurisdiction in corpus_registry.jurisdictions():
         specs = corpus_registry.documents(jurisdiction)
         titles = amendable_titles(specs)
         for spec in specs:
-            found = instrument_of(spec.key, spec.title, spec.effective_date, _corpus_pages(spec),
+            # the pages of a kind that never amends (the Act, the FAQ, the judgments: a 330-page
+            # judgment was half this test's time) are not read by instrument_of: not parsed
+            speaks = str(spec.doc_type) in AMENDING_KINDS or spec.amends or spec.repeals
+            read += bool(speaks)
+            pages = _corpus_pages(spec) if speaks else []
+            found = instrument_of(spec.key, spec.title, spec.effective_date, pages,
                                   kind=str(spec.doc_type), amends=spec.amends,
                                   repeals=spec.repeals, titles=titles)  # fmt: skip
             assert found is None, (spec.key, found.amends if found else None)
+    assert read >= 10  # the rules, regulations, orders and notifications were read
 
 
 def test_the_corpus_order_that_amends_the_act_applies_or_names_each_instruction(
