@@ -216,7 +216,7 @@ def test_rerun_yields_identical_chunk_ids(corpus: dict[str, Ingested], corpus_di
             by_kind.setdefault(str(spec.doc_type), []).append(spec)
     shortest = {min(group, key=lambda s: len(corpus[s.key].pages)).key
                 for group in by_kind.values()}  # fmt: skip
-    assert len(shortest) >= 6  # act, faq, rules, orders, regulations, judgments at least
+    assert len(shortest) >= 6  # act, faq, rules, orders, notifications, judgments
     for spec in specs():
         first = corpus[spec.key]
         rows, _ = chunk_rows(first.spec, first.pages)
