@@ -111,7 +111,7 @@ else
   targets=("$site")
 fi
 if [ ${#targets[@]} -gt 0 ]; then
-  echo "[setup] compiling bytecode (python -m compileall, ${#targets[@]} path(s) of site-packages, what is never imported skipped) ..."
+  echo "[setup] compiling bytecode (python -m compileall, ${#targets[@]} path(s) of site-packages, what the project hardly imports skipped) ..."
   start=$SECONDS
   .venv/bin/python -m compileall -qq -j 0 -x "$skip" "${targets[@]}" \
     || echo "[setup] (a few files did not compile, e.g. torch's py312_intrinsics.py: harmless)"

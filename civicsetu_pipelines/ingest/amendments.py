@@ -763,6 +763,12 @@ class PartitionAmendments:
     set_aside: list[SetAside] = field(default_factory=list)  # instruments that raised
 
 
+def may_be_instrument(kind: str, amends: Sequence[str], repeals: Sequence[str]) -> bool:
+    """Whether :func:`instrument_of` reads the document's pages at all: a kind of
+    :data:`AMENDING_KINDS`, or a registry entry that says what it amends or repeals."""
+    return kind in AMENDING_KINDS or bool(amends) or bool(repeals)
+
+
 def instrument_of(
     key: str,
     title: str,
@@ -777,7 +783,7 @@ def instrument_of(
     """The document as an instrument: what its registry entry says it amends and repeals, else
     what its own text names ("to amend the X Rules, 2017", "the Y Regulations, 2021 are hereby
     repealed", read in the kinds of AMENDING_KINDS only); None when it does neither."""
-    if kind not in AMENDING_KINDS and not amends and not repeals:
+    if not may_be_instrument(kind, amends, repeals):
         return None
     text = mend_line_breaks("\n".join(t for _, t in pages))
     others = {k: t for k, t in titles.items() if k != key}

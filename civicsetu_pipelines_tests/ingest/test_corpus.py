@@ -210,14 +210,15 @@ def test_rerun_yields_identical_chunk_ids(corpus: dict[str, Ingested], corpus_di
     pages, OCR taking minutes, are found by their pages' flags, not by a list of names)."""
     scanned = [key for key, doc in corpus.items() if any("ocr" in p["flags"] for p in doc.pages)]
     assert OCR_KEY in scanned
+    every = specs()
     by_kind: dict[str, list[DocumentSpec]] = {}
-    for spec in specs():
+    for spec in every:
         if spec.key not in scanned:
             by_kind.setdefault(str(spec.doc_type), []).append(spec)
     shortest = {min(group, key=lambda s: len(corpus[s.key].pages)).key
                 for group in by_kind.values()}  # fmt: skip
     assert len(shortest) >= 6  # act, faq, rules, orders, notifications, judgments
-    for spec in specs():
+    for spec in every:
         first = corpus[spec.key]
         rows, _ = chunk_rows(first.spec, first.pages)
         assert [r["chunk_id"] for r in rows] == [c["chunk_id"] for c in first.chunks]
